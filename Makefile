@@ -1,0 +1,50 @@
+# Stowage: one Makefile for every module in go.work.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/stowage-csi/stowage/shared/version.Version=$(VERSION)
+# Every module listed in go.work, as a folder name.
+MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
+GO_TEST_FLAGS ?=
+# e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
+E2E_PARALLEL ?= 2
+
+.PHONY: all build test test-unit test-e2e lint clean
+
+all: build
+
+build:
+	@mkdir -p bin
+	@for m in $(MODULES); do \
+		if [ -d $$m/cmd ]; then \
+			echo "build $$m"; \
+			(cd $$m && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o ../bin/ ./cmd/...); \
+		fi; \
+	done
+
+test: test-unit test-e2e
+
+test-unit:
+	@for m in $(MODULES); do \
+		echo "unit $$m"; \
+		(cd $$m && go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
+	done
+
+# End-to-end tests carry the e2e build tag and are named TestE2E*.
+test-e2e:
+	@for m in $(MODULES); do \
+		echo "e2e $$m"; \
+		(cd $$m && go test -count=1 -tags e2e -run '^TestE2E' -p $(E2E_PARALLEL) -timeout 40m $(GO_TEST_FLAGS) ./...); \
+	done
+
+lint:
+	@bad=$$(gofmt -l $(MODULES) e2e/tools 2>/dev/null || true); \
+	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	@for m in $(MODULES); do \
+		echo "vet $$m"; \
+		(cd $$m && go vet ./... && go vet -tags e2e ./...); \
+	done
+
+clean:
+	rm -rf bin
