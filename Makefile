@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
 E2E_PARALLEL ?= 2
 
-.PHONY: all build test test-unit test-e2e lint clean
+.PHONY: all build test test-unit test-e2e lint bench clean
 
 all: build
 
@@ -44,6 +44,13 @@ lint:
 	@for m in $(MODULES); do \
 		echo "vet $$m"; \
 		(cd $$m && go vet ./... && go vet -tags e2e ./...); \
+	done
+
+# Benchmarks carry the bench build tag, are named TestBench*, and print their tables; never part of `make test`.
+bench:
+	@for m in $(MODULES); do \
+		echo "bench $$m"; \
+		(cd $$m && go test -count=1 -tags bench -run '^TestBench' -v -timeout 60m ./... | grep -v '^=== RUN\|^--- PASS\|^PASS\|^ok ') || exit 1; \
 	done
 
 clean:
