@@ -43,7 +43,7 @@ lint:
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	@for m in $(MODULES); do \
 		echo "vet $$m"; \
-		(cd $$m && go vet ./... && go vet -tags e2e ./...); \
+		(cd $$m && go vet ./... && go vet -tags e2e,bench ./...); \
 	done
 
 # Benchmarks carry the bench build tag, are named TestBench*, and print their tables; never part of `make test`.
