@@ -1,0 +1,243 @@
+package params
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// FormatOptions are the mkfs tunables a StorageClass may set. They travel to the node in the volume context.
+type FormatOptions struct {
+	BlockSize             string
+	InodeSize             string
+	BytesPerInode         string
+	NumberOfInodes        string
+	Ext4BigAlloc          bool
+	Ext4ClusterSize       string
+	Ext4EncryptionSupport bool
+}
+
+// Volume is a validated set of StorageClass parameters.
+type Volume struct {
+	FsType                      string
+	VolumeType                  string
+	IOPS                        int32
+	IOPSPerGB                   int32
+	AllowIOPSPerGBIncrease      bool
+	AllowIOPSIncreaseOnModify   bool
+	Throughput                  int32
+	Encrypted                   bool
+	KMSKeyID                    string
+	BlockExpress                bool
+	VolumeInitializationRate    int32
+	BlockAttachUntilInitialized bool
+	Format                      FormatOptions
+	// TagSpecs are the raw "key=template" values of tagSpecification_N, ordered by key.
+	TagSpecs     []string
+	PVCName      string
+	PVCNamespace string
+	PVName       string
+	// Warnings are non-fatal findings (deprecated keys) for the caller to log.
+	Warnings []string
+}
+
+// FileSystems lists the filesystems the node can format, and which format options each accepts.
+var FileSystems = map[string]map[string]bool{
+	"ext2": {KeyBlockSize: true, KeyInodeSize: true, KeyBytesPerInode: true, KeyNumberOfInodes: true},
+	"ext3": {KeyBlockSize: true, KeyInodeSize: true, KeyBytesPerInode: true, KeyNumberOfInodes: true},
+	"ext4": {KeyBlockSize: true, KeyInodeSize: true, KeyBytesPerInode: true, KeyNumberOfInodes: true,
+		KeyExt4BigAlloc: true, KeyExt4ClusterSize: true, KeyExt4EncryptionSupport: true},
+	"xfs": {KeyBlockSize: true, KeyInodeSize: true},
+}
+
+var alnum = regexp.MustCompile(`^[a-zA-Z0-9]+$`)
+
+// ParseVolume validates CreateVolume parameters. block is true for raw block volumes, which refuse format
+// options. Nothing is created by the caller when this returns an error.
+func ParseVolume(raw map[string]string, block bool) (*Volume, error) {
+	v := &Volume{VolumeType: DefaultVolumeType}
+	var tagKeys []string
+	formatKeys := map[string]string{}
+	fsTypeSet := false
+	for rawKey, value := range raw {
+		if strings.HasPrefix(rawKey, TagSpecificationPrefix) {
+			tagKeys = append(tagKeys, rawKey)
+			continue
+		}
+		key := strings.ToLower(rawKey)
+		var err error
+		switch key {
+		case KeyFsType:
+			v.FsType, fsTypeSet = value, true
+		case KeyFsTypeDeprecated:
+			v.Warnings = append(v.Warnings, `parameter "fstype" is deprecated and ignored; use "csi.storage.k8s.io/fstype"`)
+		case KeyVolumeType:
+			v.VolumeType = strings.ToLower(value)
+			if !volumeTypes[v.VolumeType] {
+				return nil, invalid(rawKey, value, "unknown volume type; want one of gp2, gp3, io1, io2, sc1, st1, standard")
+			}
+		case KeyIOPSPerGB:
+			v.IOPSPerGB, err = positiveInt32(rawKey, value)
+		case KeyAllowAutoIOPSPerGBIncrease:
+			v.AllowIOPSPerGBIncrease, err = parseBool(rawKey, value)
+		case KeyAllowAutoIOPSIncreaseOnModify:
+			v.AllowIOPSIncreaseOnModify, err = parseBool(rawKey, value)
+		case KeyIOPS:
+			v.IOPS, err = positiveInt32(rawKey, value)
+		case KeyThroughput:
+			v.Throughput, err = positiveInt32(rawKey, value)
+		case KeyEncrypted:
+			v.Encrypted, err = parseBool(rawKey, value)
+		case KeyKMSKeyID:
+			v.KMSKeyID = value
+		case KeyBlockExpress:
+			v.BlockExpress, err = parseBool(rawKey, value)
+		case KeyVolumeInitializationRate:
+			v.VolumeInitializationRate, err = positiveInt32(rawKey, value)
+		case KeyBlockAttachUntilInitialized:
+			v.BlockAttachUntilInitialized, err = parseBool(rawKey, value)
+		case KeyBlockSize, KeyInodeSize, KeyBytesPerInode, KeyNumberOfInodes, KeyExt4ClusterSize:
+			if !alnum.MatchString(value) {
+				return nil, invalid(rawKey, value, "must be alphanumeric")
+			}
+			formatKeys[key] = value
+		case KeyExt4BigAlloc, KeyExt4EncryptionSupport:
+			var b bool
+			if b, err = parseBool(rawKey, value); err == nil && b {
+				formatKeys[key] = "true"
+			}
+		case KeyPVCName:
+			v.PVCName = value
+		case KeyPVCNamespace:
+			v.PVCNamespace = value
+		case KeyPVName:
+			v.PVName = value
+		default:
+			return nil, invalid(rawKey, value, "unknown parameter")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !fsTypeSet || v.FsType == "" {
+		v.FsType = DefaultFsType
+	}
+	if _, ok := FileSystems[v.FsType]; !ok && !block {
+		return nil, invalid(KeyFsType, v.FsType, "unsupported filesystem; want one of ext2, ext3, ext4, xfs")
+	}
+	if v.IOPS > 0 && v.IOPSPerGB > 0 {
+		return nil, invalid(KeyIOPS, strconv.Itoa(int(v.IOPS)), "iops and iopsPerGB are mutually exclusive")
+	}
+	if v.KMSKeyID != "" {
+		v.Encrypted = true // EC2 refuses a KMS key on an unencrypted volume; upstream forces it.
+	}
+	if v.Throughput > 0 && v.VolumeType != VolumeTypeGP3 {
+		return nil, invalid(KeyThroughput, strconv.Itoa(int(v.Throughput)), "throughput is only valid for gp3 volumes, type is %q", v.VolumeType)
+	}
+	if (v.VolumeType == VolumeTypeIO1 || v.VolumeType == VolumeTypeIO2) && v.IOPS == 0 && v.IOPSPerGB == 0 {
+		return nil, invalid(KeyVolumeType, v.VolumeType, "io1 and io2 volumes need iops or iopsPerGB")
+	}
+	if err := v.Format.set(formatKeys, v.FsType, block); err != nil {
+		return nil, err
+	}
+	sort.Strings(tagKeys)
+	for _, k := range tagKeys {
+		v.TagSpecs = append(v.TagSpecs, raw[k])
+	}
+	return v, nil
+}
+
+func (f *FormatOptions) set(keys map[string]string, fsType string, block bool) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	allowed := FileSystems[fsType]
+	for k, val := range keys {
+		if block {
+			return invalid(k, val, "format options are not valid for block volumes")
+		}
+		if !allowed[k] {
+			return invalid(k, val, "not supported for filesystem %q", fsType)
+		}
+	}
+	f.BlockSize = keys[KeyBlockSize]
+	f.InodeSize = keys[KeyInodeSize]
+	f.BytesPerInode = keys[KeyBytesPerInode]
+	f.NumberOfInodes = keys[KeyNumberOfInodes]
+	f.Ext4BigAlloc = keys[KeyExt4BigAlloc] == "true"
+	f.Ext4ClusterSize = keys[KeyExt4ClusterSize]
+	f.Ext4EncryptionSupport = keys[KeyExt4EncryptionSupport] == "true"
+	if f.Ext4ClusterSize != "" && !f.Ext4BigAlloc {
+		return invalid(KeyExt4ClusterSize, f.Ext4ClusterSize, "needs ext4BigAlloc=true")
+	}
+	return nil
+}
+
+// Context returns the volume context entries the node needs to format the volume.
+func (f FormatOptions) Context() map[string]string {
+	ctx := map[string]string{}
+	put := func(k, v string) {
+		if v != "" {
+			ctx[k] = v
+		}
+	}
+	put(ContextBlockSize, f.BlockSize)
+	put(ContextInodeSize, f.InodeSize)
+	put(ContextBytesPerInode, f.BytesPerInode)
+	put(ContextNumberOfInodes, f.NumberOfInodes)
+	put(ContextExt4ClusterSize, f.Ext4ClusterSize)
+	if f.Ext4BigAlloc {
+		ctx[ContextExt4BigAlloc] = "true"
+	}
+	if f.Ext4EncryptionSupport {
+		ctx[ContextExt4EncryptionSupport] = "true"
+	}
+	return ctx
+}
+
+// FormatFromContext reads format options back from a volume context on the node. Values are re-validated
+// because the context can be edited by anyone who can edit a PV.
+func FormatFromContext(vc map[string]string, fsType string) (FormatOptions, error) {
+	keys := map[string]string{}
+	for _, k := range []string{ContextBlockSize, ContextInodeSize, ContextBytesPerInode, ContextNumberOfInodes, ContextExt4ClusterSize} {
+		if v, ok := vc[k]; ok {
+			if !alnum.MatchString(v) {
+				return FormatOptions{}, invalid(k, v, "must be alphanumeric")
+			}
+			keys[k] = v
+		}
+	}
+	for _, k := range []string{ContextExt4BigAlloc, ContextExt4EncryptionSupport} {
+		if v, ok := vc[k]; ok {
+			b, err := parseBool(k, v)
+			if err != nil {
+				return FormatOptions{}, err
+			}
+			if b {
+				keys[k] = "true"
+			}
+		}
+	}
+	var f FormatOptions
+	if _, ok := FileSystems[fsType]; !ok {
+		return f, invalid(KeyFsType, fsType, "unsupported filesystem; want one of ext2, ext3, ext4, xfs")
+	}
+	return f, f.set(keys, fsType, false)
+}
+
+func positiveInt32(key, value string) (int32, error) {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, invalid(key, value, "must be a positive integer")
+	}
+	return int32(n), nil
+}
+
+func parseBool(key, value string) (bool, error) {
+	b, err := strconv.ParseBool(value)
+	if err != nil {
+		return false, invalid(key, value, "must be true or false")
+	}
+	return b, nil
+}
