@@ -1,0 +1,184 @@
+package flags
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newFlags(t *testing.T, d Defaults) (*flag.FlagSet, *Common) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, err := Register(fs, d)
+	if err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	return fs, c
+}
+
+func TestRegisterNamesAndDefaults(t *testing.T) {
+	fs, _ := newFlags(t, Defaults{Timeout: 15 * time.Second, WorkerThreads: 10})
+	want := map[string]string{
+		"version":                        "false",
+		"kubeconfig":                     "",
+		"csi-address":                    "/run/csi/socket",
+		"leader-election":                "false",
+		"leader-election-namespace":      "",
+		"leader-election-lease-duration": "15s",
+		"leader-election-renew-deadline": "10s",
+		"leader-election-retry-period":   "5s",
+		"leader-election-labels":         "",
+		"kube-api-qps":                   "20",
+		"kube-api-burst":                 "100",
+		"http-endpoint":                  "",
+		"metrics-address":                "",
+		"metrics-path":                   "/metrics",
+		"timeout":                        "15s",
+		"worker-threads":                 "10",
+		"retry-interval-start":           "1s",
+		"retry-interval-max":             "5m0s",
+		"automaxprocs":                   "false",
+		"v":                              "0",
+		"vmodule":                        "",
+		"logging-format":                 "text",
+	}
+	for name, def := range want {
+		t.Run(name, func(t *testing.T) {
+			f := fs.Lookup(name)
+			if f == nil {
+				t.Fatalf("flag --%s is not registered", name)
+			}
+			if f.DefValue != def {
+				t.Errorf("--%s default = %q, want %q", name, f.DefValue, def)
+			}
+		})
+	}
+	if fs.Lookup("feature-gates") == nil {
+		t.Error("flag --feature-gates is not registered")
+	}
+}
+
+func TestQPSAndBurstDeviateFromUpstream(t *testing.T) {
+	// Upstream's 5/10 is the sidecars' top scale complaint; Stowage's defaults must stay above them.
+	const upstreamQPS, upstreamBurst = 5.0, 10
+	_, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
+	if c.KubeAPIQPS != 20 || c.KubeAPIBurst != 100 {
+		t.Errorf("qps/burst = %v/%d, want 20/100", c.KubeAPIQPS, c.KubeAPIBurst)
+	}
+	if c.KubeAPIQPS <= upstreamQPS || c.KubeAPIBurst <= upstreamBurst {
+		t.Errorf("qps/burst %v/%d must exceed upstream's %v/%d", c.KubeAPIQPS, c.KubeAPIBurst, upstreamQPS, upstreamBurst)
+	}
+}
+
+func TestPerSidecarDefaults(t *testing.T) {
+	tests := []struct {
+		name     string
+		defaults Defaults
+	}{
+		{"attacher", Defaults{Timeout: 15 * time.Second, WorkerThreads: 10}},
+		{"provisioner", Defaults{Timeout: 10 * time.Second, WorkerThreads: 100}},
+		{"snapshotter", Defaults{Timeout: time.Minute, WorkerThreads: 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, c := newFlags(t, tt.defaults)
+			if c.Timeout != tt.defaults.Timeout || c.WorkerThreads != tt.defaults.WorkerThreads {
+				t.Errorf("timeout/workers = %s/%d, want %s/%d", c.Timeout, c.WorkerThreads, tt.defaults.Timeout, tt.defaults.WorkerThreads)
+			}
+		})
+	}
+}
+
+func TestParseBothDashForms(t *testing.T) {
+	fs, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
+	args := []string{
+		"-csi-address=/tmp/csi.sock", "--kubeconfig", "/k", "--leader-election",
+		"-leader-election-labels=a:b,c.io/d:e", "--leader-election-labels", "f:g",
+		"--kube-api-qps=7.5", "-kube-api-burst=9", "--http-endpoint=:8080", "-v=4",
+		"--feature-gates=ReleaseLeaderElectionOnExit=false", "--logging-format=json",
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if c.CSIAddress != "/tmp/csi.sock" || c.Kubeconfig != "/k" || !c.LeaderElection {
+		t.Errorf("csi-address/kubeconfig/leader-election = %q/%q/%v", c.CSIAddress, c.Kubeconfig, c.LeaderElection)
+	}
+	if got := c.LeaderElectionLabels.String(); got != "a:b,c.io/d:e,f:g" {
+		t.Errorf("labels = %q", got)
+	}
+	if c.KubeAPIQPS != 7.5 || c.KubeAPIBurst != 9 || c.Endpoint() != ":8080" {
+		t.Errorf("qps/burst/endpoint = %v/%d/%q", c.KubeAPIQPS, c.KubeAPIBurst, c.Endpoint())
+	}
+	if c.Logging.Verbosity != 4 || c.Logging.Format != "json" {
+		t.Errorf("verbosity/format = %d/%q", c.Logging.Verbosity, c.Logging.Format)
+	}
+	if c.FeatureGates.Enabled(ReleaseLeaderElectionOnExit) {
+		t.Error("ReleaseLeaderElectionOnExit still enabled after =false")
+	}
+}
+
+func TestReleaseOnExitGateDefaultsOn(t *testing.T) {
+	_, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
+	if !c.FeatureGates.Enabled(ReleaseLeaderElectionOnExit) {
+		t.Error("ReleaseLeaderElectionOnExit is off by default, want on")
+	}
+}
+
+func TestLabelsRejectMalformed(t *testing.T) {
+	tests := []string{"novalue", "a:b:c", ":v", "bad key:v", "k:bad value", "a:b,"}
+	for _, value := range tests {
+		t.Run(value, func(t *testing.T) {
+			var l Labels
+			err := l.Set(value)
+			if err == nil {
+				t.Fatalf("Set(%q) succeeded, want error", value)
+			}
+			if !strings.Contains(err.Error(), "--leader-election-labels") {
+				t.Errorf("error %q does not name the flag", err)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantFlag string // empty: valid
+	}{
+		{name: "defaults", args: nil},
+		{name: "metrics-address alone", args: []string{"--metrics-address=:9090"}},
+		{name: "http-endpoint and metrics-address", args: []string{"--http-endpoint=:8080", "--metrics-address=:9090"}, wantFlag: "only one of --metrics-address and --http-endpoint"},
+		{name: "retry start above max", args: []string{"--retry-interval-start=10m"}, wantFlag: "--retry-interval-start"},
+		{name: "zero retry start", args: []string{"--retry-interval-start=0s"}, wantFlag: "--retry-interval-start must be positive"},
+		{name: "renew deadline not below lease", args: []string{"--leader-election-renew-deadline=15s"}, wantFlag: "--leader-election-renew-deadline (15s) must be less than"},
+		{name: "renew deadline below jittered retry", args: []string{"--leader-election-retry-period=9s"}, wantFlag: "1.2 x --leader-election-retry-period"},
+		{name: "negative lease", args: []string{"--leader-election-lease-duration=-1s"}, wantFlag: "--leader-election-lease-duration must be positive"},
+		{name: "zero timeout", args: []string{"--timeout=0s"}, wantFlag: "--timeout must be positive"},
+		{name: "zero workers", args: []string{"--worker-threads=0"}, wantFlag: "--worker-threads"},
+		{name: "zero burst", args: []string{"--kube-api-burst=0"}, wantFlag: "--kube-api-burst"},
+		{name: "empty csi address", args: []string{"--csi-address="}, wantFlag: "--csi-address"},
+		{name: "relative metrics path", args: []string{"--metrics-path=metrics"}, wantFlag: "--metrics-path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, c := newFlags(t, Defaults{Timeout: 15 * time.Second, WorkerThreads: 10})
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			err := c.Validate()
+			if tt.wantFlag == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantFlag) {
+				t.Fatalf("Validate() = %v, want an error containing %q", err, tt.wantFlag)
+			}
+		})
+	}
+}
