@@ -42,7 +42,7 @@ func connect(t *testing.T, d *testutil.FakeCSIDriver, m csimetrics.CSIMetricsMan
 func TestDiscovery(t *testing.T) {
 	tests := []struct {
 		name       string
-		driver     testutil.FakeCSIDriver
+		driver     *testutil.FakeCSIDriver
 		wantPlugin []csi.PluginCapability_Service_Type
 		notPlugin  []csi.PluginCapability_Service_Type
 		wantCtrl   []csi.ControllerServiceCapability_RPC_Type
@@ -52,7 +52,7 @@ func TestDiscovery(t *testing.T) {
 	}{
 		{
 			name: "controller driver with attach",
-			driver: testutil.FakeCSIDriver{
+			driver: &testutil.FakeCSIDriver{
 				Name:            "ebs.csi.aws.com",
 				PluginServices:  []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE, csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS},
 				PluginExpansion: []csi.PluginCapability_VolumeExpansion_Type{csi.PluginCapability_VolumeExpansion_ONLINE},
@@ -68,14 +68,14 @@ func TestDiscovery(t *testing.T) {
 		},
 		{
 			name:      "node-only driver",
-			driver:    testutil.FakeCSIDriver{Name: "s3.csi.aws.com"},
+			driver:    &testutil.FakeCSIDriver{Name: "s3.csi.aws.com"},
 			notPlugin: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE},
 			notCtrl:   []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := testutil.StartFakeCSIDriver(t, &tt.driver)
+			d := testutil.StartFakeCSIDriver(t, tt.driver)
 			c, _ := connect(t, d, nil)
 			ctx := context.Background()
 			if err := c.ProbeUntilReady(ctx); err != nil {
@@ -144,21 +144,21 @@ func TestEmptyDriverNameIsAnError(t *testing.T) {
 func TestProbeUntilReady(t *testing.T) {
 	tests := []struct {
 		name       string
-		driver     testutil.FakeCSIDriver
+		driver     *testutil.FakeCSIDriver
 		ctxTimeout time.Duration
 		wantErr    string
 		wantProbes int
 	}{
-		{name: "ready at once", driver: testutil.FakeCSIDriver{Name: "d"}, wantProbes: 1},
-		{name: "ready after one not-ready answer", driver: testutil.FakeCSIDriver{Name: "d", NotReadyProbes: 1}, wantProbes: 2},
-		{name: "unavailable is retried until ctx ends", driver: testutil.FakeCSIDriver{Name: "d", ProbeErr: status.Error(codes.Unavailable, "starting")},
+		{name: "ready at once", driver: &testutil.FakeCSIDriver{Name: "d"}, wantProbes: 1},
+		{name: "ready after one not-ready answer", driver: &testutil.FakeCSIDriver{Name: "d", NotReadyProbes: 1}, wantProbes: 2},
+		{name: "unavailable is retried until ctx ends", driver: &testutil.FakeCSIDriver{Name: "d", ProbeErr: status.Error(codes.Unavailable, "starting")},
 			ctxTimeout: 1500 * time.Millisecond, wantErr: "waiting for the CSI driver"},
-		{name: "other errors are final", driver: testutil.FakeCSIDriver{Name: "d", ProbeErr: status.Error(codes.FailedPrecondition, "broken")},
+		{name: "other errors are final", driver: &testutil.FakeCSIDriver{Name: "d", ProbeErr: status.Error(codes.FailedPrecondition, "broken")},
 			wantErr: "FailedPrecondition", wantProbes: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := testutil.StartFakeCSIDriver(t, &tt.driver)
+			d := testutil.StartFakeCSIDriver(t, tt.driver)
 			c, _ := connect(t, d, nil)
 			ctx := context.Background()
 			if tt.ctxTimeout > 0 {
