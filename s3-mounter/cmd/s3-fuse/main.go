@@ -1,0 +1,126 @@
+// Command s3-fuse mounts an S3 bucket with Mountpoint's semantics and accepts mount-s3's command line:
+//
+//	s3-fuse [options] <bucket> <mountpoint>
+//
+// Without --foreground it starts itself in the background and returns once the mount is ready, as
+// mount-s3 does. <mountpoint> may be /dev/fd/N, a FUSE fd mounted by a privileged parent.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/mount"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/options"
+)
+
+// readyFDEnv names the fd on which a background child reports "ok" or its error to the parent.
+const readyFDEnv = "S3_FUSE_READY_FD"
+
+// version is set at build time with -ldflags -X.
+var version = "dev"
+
+func main() {
+	os.Exit(realMain(os.Args[1:]))
+}
+
+func realMain(args []string) int {
+	cfg, err := options.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	}
+	if cfg.ShowHelp {
+		fmt.Print(options.Usage)
+		return 0
+	}
+	if cfg.ShowVersion {
+		fmt.Println("s3-fuse", version)
+		return 0
+	}
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if cfg.Debug {
+		_ = klogFlags.Set("v", "4")
+	}
+	if !cfg.Foreground && !cfg.IsFDMount() && os.Getenv(readyFDEnv) == "" {
+		return daemonize(args)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background().WithValues("bucket", cfg.Bucket))
+	ready := readyReporter()
+	if err := mount.Run(ctx, cfg, ready); err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
+		return 1
+	}
+	klog.Flush()
+	return 0
+}
+
+// readyReporter tells a waiting parent (see daemonize) whether the mount came up.
+func readyReporter() func(error) {
+	fdStr := os.Getenv(readyFDEnv)
+	if fdStr == "" {
+		return func(error) {}
+	}
+	var fd int
+	if _, err := fmt.Sscanf(fdStr, "%d", &fd); err != nil {
+		return func(error) {}
+	}
+	return func(err error) {
+		f := os.NewFile(uintptr(fd), "ready")
+		msg := "ok\n"
+		if err != nil {
+			msg = err.Error() + "\n"
+		}
+		_, _ = io.WriteString(f, msg)
+		_ = f.Close()
+	}
+}
+
+// daemonize re-runs s3-fuse in a new session and waits for it to report that it mounted.
+func daemonize(args []string) int {
+	r, w, err := os.Pipe()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
+		return 1
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
+		return 1
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Env = append(os.Environ(), readyFDEnv+"=3")
+	cmd.ExtraFiles = []*os.File{w}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
+		return 1
+	}
+	_ = w.Close()
+	msg, err := io.ReadAll(r)
+	if err != nil || len(msg) == 0 {
+		werr := cmd.Wait()
+		fmt.Fprintf(os.Stderr, "s3-fuse: background process ended before mounting: %v\n", errors.Join(err, werr))
+		return 1
+	}
+	if s := strings.TrimSpace(string(msg)); s != "ok" {
+		_ = cmd.Wait()
+		fmt.Fprintf(os.Stderr, "s3-fuse: %s\n", s)
+		return 1
+	}
+	_ = cmd.Process.Release()
+	return 0
+}

@@ -1,0 +1,138 @@
+// Package mount runs s3-fuse: it checks the bucket, mounts (or serves a handed-over /dev/fd/N), and
+// keeps serving until the filesystem is unmounted or the process is told to stop.
+package mount
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/cache"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/options"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/s3client"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/s3fs"
+)
+
+// headBucketTimeout bounds the start-up check so a wrong endpoint fails instead of hanging.
+const headBucketTimeout = 60 * time.Second
+
+// maxReadWindowParts caps the prefetch window in parts: on small machines more parallel GETs only add
+// memory, not throughput.
+const maxReadWindowParts = 8
+
+// maxUploadParts caps the parts of one file uploaded concurrently.
+const maxUploadParts = 4
+
+// cachedClient reads object data through the local cache.
+type cachedClient struct {
+	*s3client.Client
+	getter cache.Getter
+}
+
+func (c cachedClient) GetRange(ctx context.Context, obj prefetch.Object, off int64, dst []byte) error {
+	return c.getter.GetRange(ctx, obj, off, dst)
+}
+
+// Run mounts per cfg and serves until unmount or ctx ends. ready is called once: with nil when the
+// filesystem is serving, or with the error that prevented it.
+func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error) {
+	logger := klog.FromContext(ctx)
+	readyCalled := false
+	defer func() {
+		if !readyCalled {
+			ready(err)
+		}
+	}()
+	client, err := s3client.New(ctx, s3client.Options{
+		Bucket: cfg.Bucket, Region: cfg.Region, EndpointURL: cfg.EndpointURL, ForcePathStyle: cfg.ForcePathStyle,
+		NoSignRequest: cfg.NoSignRequest, UserAgentPrefix: cfg.UserAgentPrefix, StorageClass: cfg.StorageClass,
+		SSE: cfg.SSE, SSEKMSKeyID: cfg.SSEKMSKeyID, MaxConns: cfg.MaxThreads,
+	})
+	if err != nil {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(ctx, headBucketTimeout)
+	err = client.HeadBucket(hctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bucket %s is not accessible: %s (%w)", cfg.Bucket, s3client.ToErrno(err), err)
+	}
+
+	var fsClient s3fs.Client = client
+	if cfg.CacheDir != "" {
+		c, err := cache.New(cfg.CacheDir, cfg.MaxCacheSizeMiB<<20)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = c.Close() }()
+		fsClient = cachedClient{Client: client, getter: cache.Getter{Next: client, Cache: c}}
+	}
+
+	fsCfg := FilesystemConfig(cfg)
+	root := s3fs.NewRoot(ctx, fsClient, fsCfg)
+	opts := s3fs.MountOptions(fsCfg, "mountpoint-s3")
+	srv, err := fs.Mount(cfg.MountPoint, root, opts)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
+	}
+	logger.Info("serving", "bucket", cfg.Bucket, "prefix", cfg.Prefix, "mountpoint", cfg.MountPoint)
+	readyCalled = true
+	ready(nil)
+
+	done := make(chan struct{})
+	go func() {
+		srv.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		logger.Info("unmounted", "mountpoint", cfg.MountPoint)
+		return nil
+	case <-ctx.Done():
+	}
+	if cfg.IsFDMount() {
+		// The privileged parent owns the mount and unmounts it; exiting closes our end of the fd.
+		logger.Info("stopping; the mount's owner unmounts it", "mountpoint", cfg.MountPoint)
+		return nil
+	}
+	logger.Info("unmounting", "mountpoint", cfg.MountPoint)
+	if err := srv.Unmount(); err != nil {
+		logger.Info("unmount failed, detaching lazily", "err", err)
+		if err := syscall.Unmount(cfg.MountPoint, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("unmount %s: %w", cfg.MountPoint, err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
+	return nil
+}
+
+// FilesystemConfig derives the filesystem's settings from the command line.
+func FilesystemConfig(cfg *options.Config) s3fs.Config {
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid())
+	if cfg.UIDSet {
+		uid = cfg.UID
+	}
+	if cfg.GIDSet {
+		gid = cfg.GID
+	}
+	parts := min(cfg.MaxThreads, maxReadWindowParts)
+	return s3fs.Config{
+		Prefix: cfg.Prefix, UID: uid, GID: gid, DirMode: cfg.DirMode, FileMode: cfg.FileMode,
+		MetadataTTL: cfg.MetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,
+		AllowOverwrite: cfg.AllowOverwrite, AllowOther: cfg.AllowOther, AllowRoot: cfg.AllowRoot,
+		Read:              prefetch.DefaultConfig(cfg.ReadPartSize, parts),
+		WritePartSize:     int(cfg.WritePartSize),
+		UploadConcurrency: min(cfg.MaxThreads, maxUploadParts),
+		Debug:             false,
+	}
+}

@@ -1,0 +1,220 @@
+// Package prefetch serves reads of one S3 object: sequential readers get parallel ranged GETs in a
+// window that doubles with each sequential read up to a maximum; a read that jumps elsewhere drops the
+// window and fetches only what was asked, as Mountpoint does.
+package prefetch
+
+import (
+	"context"
+	"sync"
+)
+
+// Object names one version of an object.
+type Object struct {
+	Key  string
+	ETag string
+	Size int64
+}
+
+// Getter fills dst with the object's bytes at off.
+type Getter interface {
+	GetRange(ctx context.Context, obj Object, off int64, dst []byte) error
+}
+
+// Config sizes the window.
+type Config struct {
+	// PartSize is the size of one ranged GET (--read-part-size).
+	PartSize int64
+	// InitialWindow is how far ahead the first sequential read prefetches.
+	InitialWindow int64
+	// MaxWindow caps how far ahead of the reader data is requested.
+	MaxWindow int64
+}
+
+// DefaultConfig returns the window used for a part size and a request concurrency: start with one part,
+// grow to concurrency parts.
+func DefaultConfig(partSize int64, concurrency int) Config {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	return Config{PartSize: partSize, InitialWindow: partSize, MaxWindow: partSize * int64(concurrency)}
+}
+
+// part is one ranged GET, possibly in flight.
+type part struct {
+	off  int64
+	buf  []byte
+	done chan struct{}
+	err  error
+}
+
+func (p *part) end() int64 { return p.off + int64(len(p.buf)) }
+
+// Reader reads one object version. It is safe for concurrent use: the kernel issues overlapping reads
+// on one handle, slightly out of order, and those count as sequential while they fall in the window.
+type Reader struct {
+	get  Getter
+	obj  Object
+	size int64
+	cfg  Config
+
+	// ctx is cancelled on Close and stops GETs still in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// parts are contiguous, ordered by offset; the window is [parts[0].off, fetchedTo).
+	parts []*part
+	// fetchedTo is the end of the last requested part.
+	fetchedTo int64
+	// window is how far ahead of the latest read data is kept requested.
+	window int64
+	// nextOff is where a sequential reader continues; a read there (re)starts prefetching.
+	nextOff int64
+	// sequential is set once a read continued the previous one (or started at 0).
+	sequential bool
+}
+
+// NewReader returns a reader for one object version.
+func NewReader(ctx context.Context, g Getter, obj Object, cfg Config) *Reader {
+	if cfg.PartSize <= 0 {
+		cfg.PartSize = 8 << 20
+	}
+	if cfg.InitialWindow <= 0 {
+		cfg.InitialWindow = cfg.PartSize
+	}
+	if cfg.MaxWindow < cfg.InitialWindow {
+		cfg.MaxWindow = cfg.InitialWindow
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Reader{get: g, obj: obj, size: obj.Size, cfg: cfg, ctx: ctx, cancel: cancel, window: cfg.InitialWindow}
+}
+
+// Close stops all prefetching.
+func (r *Reader) Close() {
+	r.cancel()
+	r.mu.Lock()
+	r.parts = nil
+	r.mu.Unlock()
+}
+
+// Window returns the current prefetch window in bytes (for tests and logs).
+func (r *Reader) Window() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.window
+}
+
+// InFlight returns the byte range currently requested ahead: [start, end).
+func (r *Reader) InFlight() (int64, int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.parts) == 0 {
+		return r.fetchedTo, r.fetchedTo
+	}
+	return r.parts[0].off, r.fetchedTo
+}
+
+// ReadAt returns up to n bytes at off. The returned slices alias internal buffers that are never
+// rewritten, so they stay valid after ReadAt returns. Fewer bytes are returned only at end of object.
+func (r *Reader) ReadAt(ctx context.Context, off int64, n int) ([][]byte, error) {
+	if off >= r.size || n <= 0 {
+		return nil, nil
+	}
+	end := min(off+int64(n), r.size)
+	parts, direct := r.plan(off, end)
+	if direct {
+		buf := make([]byte, end-off)
+		if err := r.get.GetRange(ctx, r.obj, off, buf); err != nil {
+			return nil, err
+		}
+		return [][]byte{buf}, nil
+	}
+	var out [][]byte
+	for _, p := range parts {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if p.err != nil {
+			r.forget(p)
+			return nil, p.err
+		}
+		lo := max(off, p.off) - p.off
+		hi := min(end, p.end()) - p.off
+		out = append(out, p.buf[lo:hi])
+	}
+	return out, nil
+}
+
+// plan decides how to serve [off, end): from window parts (starting GETs as needed), or, for a random
+// read, directly.
+func (r *Reader) plan(off, end int64) ([]*part, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	inWindow := len(r.parts) > 0 && off >= r.parts[0].off && off < r.fetchedTo
+	switch {
+	case inWindow:
+		// Part of the stream: grow the window as the reader advances.
+		r.sequential = true
+		r.window = min(r.window*2, r.cfg.MaxWindow)
+	case off == r.nextOff:
+		// Continuing where the last read stopped (or the first read, from 0): stream from here.
+		r.dropAll()
+		r.fetchedTo = off
+		if !r.sequential {
+			r.window = r.cfg.InitialWindow
+		}
+		r.sequential = true
+	default:
+		// A jump: forget the stream and fetch just what was asked.
+		r.dropAll()
+		r.sequential = false
+		r.window = r.cfg.InitialWindow
+		r.nextOff = end
+		return nil, true
+	}
+	r.nextOff = end
+	// Drop parts the reader has moved past; keep one part behind for reads the kernel reordered.
+	for len(r.parts) > 1 && r.parts[0].end() <= off-r.cfg.PartSize {
+		r.parts = r.parts[1:]
+	}
+	// Request up to window bytes past the end of this read, and at least the read itself.
+	target := min(max(end, off+r.window), r.size)
+	for r.fetchedTo < target {
+		n := min(r.cfg.PartSize, r.size-r.fetchedTo)
+		p := &part{off: r.fetchedTo, buf: make([]byte, n), done: make(chan struct{})}
+		r.parts = append(r.parts, p)
+		r.fetchedTo += n
+		go r.fetch(p)
+	}
+	var need []*part
+	for _, p := range r.parts {
+		if p.end() > off && p.off < end {
+			need = append(need, p)
+		}
+	}
+	return need, false
+}
+
+func (r *Reader) fetch(p *part) {
+	p.err = r.get.GetRange(r.ctx, r.obj, p.off, p.buf)
+	close(p.done)
+}
+
+// forget drops a failed part so a retry of the read issues a new GET.
+func (r *Reader) forget(bad *part) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, p := range r.parts {
+		if p == bad {
+			r.parts = r.parts[:i]
+			r.fetchedTo = bad.off
+			return
+		}
+	}
+}
+
+func (r *Reader) dropAll() {
+	r.parts = nil
+}

@@ -1,0 +1,297 @@
+// Package s3client is the S3 side of s3-fuse: it builds an aws-sdk-go-v2 client from the standard
+// configuration chain and exposes the few object calls the filesystem makes, in plain Go types.
+package s3client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
+)
+
+// DefaultMaxAttempts is used when AWS_MAX_ATTEMPTS is unset; Mountpoint also retries up to 10 times.
+const DefaultMaxAttempts = 10
+
+// Options configures the client.
+type Options struct {
+	Bucket          string
+	Region          string
+	EndpointURL     string
+	ForcePathStyle  bool
+	NoSignRequest   bool
+	UserAgentPrefix string
+	StorageClass    string
+	SSE             string
+	SSEKMSKeyID     string
+	// MaxConns bounds idle connections kept per host; parallel ranged GETs need one each.
+	MaxConns int
+}
+
+// Client performs object operations on one bucket.
+type Client struct {
+	s3     *s3.Client
+	bucket string
+	opts   Options
+}
+
+// ObjectInfo is what the filesystem knows about an object.
+type ObjectInfo struct {
+	Key     string
+	Size    int64
+	ETag    string
+	ModTime time.Time
+}
+
+// ListPage is one ListObjectsV2 page.
+type ListPage struct {
+	Objects  []ObjectInfo
+	Prefixes []string
+	Next     string
+}
+
+// New loads the default AWS configuration (environment, shared files, AWS_PROFILE, web identity,
+// container credentials, IMDS) and builds the client.
+func New(ctx context.Context, o Options) (*Client, error) {
+	maxConns := o.MaxConns
+	if maxConns < 16 {
+		maxConns = 16
+	}
+	// A BuildableClient keeps AWS_CA_BUNDLE working: the SDK can only add a CA pool to its own client type.
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns = 2 * maxConns
+		t.MaxIdleConnsPerHost = maxConns
+		t.ReadBufferSize = 256 << 10
+		t.WriteBufferSize = 256 << 10
+	})
+	loadOpts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(httpClient),
+		// CRC checksums on every GET cost CPU on 2 cores; S3 still verifies uploads with Content-MD5-less
+		// SigV4 and TCP checksums, as Mountpoint's --upload-checksums off does.
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if o.Region != "" {
+		loadOpts = append(loadOpts, config.WithRegion(o.Region))
+	}
+	if o.NoSignRequest {
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	attempts := cfg.RetryMaxAttempts
+	if attempts == 0 {
+		attempts = maxAttemptsFromEnv()
+	}
+	cfg.Retryer = func() aws.Retryer {
+		// No client-side retry quota: under sustained 503 SlowDown the quota would fail requests early.
+		return retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = attempts
+			so.RateLimiter = ratelimit.None
+		})
+	}
+	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		if o.EndpointURL != "" {
+			so.BaseEndpoint = aws.String(o.EndpointURL)
+		}
+		so.UsePathStyle = o.ForcePathStyle
+		if o.UserAgentPrefix != "" {
+			so.APIOptions = append(so.APIOptions, userAgentPrefix(o.UserAgentPrefix))
+		}
+	})
+	return &Client{s3: client, bucket: o.Bucket, opts: o}, nil
+}
+
+func maxAttemptsFromEnv() int {
+	if n, err := strconv.Atoi(os.Getenv("AWS_MAX_ATTEMPTS")); err == nil && n > 0 {
+		return n
+	}
+	return DefaultMaxAttempts
+}
+
+func userAgentPrefix(prefix string) func(*middleware.Stack) error {
+	return func(st *middleware.Stack) error {
+		return st.Build.Add(middleware.BuildMiddlewareFunc("S3FuseUserAgentPrefix",
+			func(ctx context.Context, in middleware.BuildInput, next middleware.BuildHandler) (middleware.BuildOutput, middleware.Metadata, error) {
+				if req, ok := in.Request.(interface{ Header() http.Header }); ok {
+					h := req.Header()
+					h.Set("User-Agent", strings.TrimSpace(prefix+" "+h.Get("User-Agent")))
+				}
+				return next.HandleBuild(ctx, in)
+			}), middleware.After)
+	}
+}
+
+// unsignedPayload skips SHA-256 of upload bodies (the signature covers headers only), which halves the
+// CPU cost of writing; Mountpoint's CRT client signs uploads the same way.
+func unsignedPayload(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
+}
+
+// HeadBucket checks that the bucket exists and is reachable with the configured credentials.
+func (c *Client) HeadBucket(ctx context.Context) error {
+	_, err := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket})
+	return err
+}
+
+// Head returns an object's metadata.
+func (c *Client) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	out, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.bucket, Key: &key})
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	return ObjectInfo{Key: key, Size: aws.ToInt64(out.ContentLength), ETag: aws.ToString(out.ETag), ModTime: aws.ToTime(out.LastModified)}, nil
+}
+
+// List returns one page of keys and common prefixes under prefix, split at delimiter.
+func (c *Client) List(ctx context.Context, prefix, delimiter, token string, maxKeys int32) (ListPage, error) {
+	in := &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix}
+	if delimiter != "" {
+		in.Delimiter = &delimiter
+	}
+	if token != "" {
+		in.ContinuationToken = &token
+	}
+	if maxKeys > 0 {
+		in.MaxKeys = &maxKeys
+	}
+	out, err := c.s3.ListObjectsV2(ctx, in)
+	if err != nil {
+		return ListPage{}, err
+	}
+	var p ListPage
+	for _, o := range out.Contents {
+		p.Objects = append(p.Objects, ObjectInfo{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ETag: aws.ToString(o.ETag), ModTime: aws.ToTime(o.LastModified)})
+	}
+	for _, cp := range out.CommonPrefixes {
+		p.Prefixes = append(p.Prefixes, aws.ToString(cp.Prefix))
+	}
+	if aws.ToBool(out.IsTruncated) {
+		p.Next = aws.ToString(out.NextContinuationToken)
+	}
+	return p, nil
+}
+
+// GetRange fills dst with the object's bytes starting at off. A non-empty etag pins the version read,
+// so a concurrent overwrite fails the read (PreconditionFailed) instead of mixing two objects.
+func (c *Client) GetRange(ctx context.Context, obj prefetch.Object, off int64, dst []byte) error {
+	key, etag := obj.Key, obj.ETag
+	if len(dst) == 0 {
+		return nil
+	}
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dst))-1)
+	in := &s3.GetObjectInput{Bucket: &c.bucket, Key: &key, Range: &rng}
+	if etag != "" {
+		in.IfMatch = &etag
+	}
+	out, err := c.s3.GetObject(ctx, in)
+	if err != nil {
+		return err
+	}
+	defer out.Body.Close()
+	n, err := io.ReadFull(out.Body, dst)
+	if err != nil {
+		return fmt.Errorf("read %s bytes %d-%d: got %d: %w", key, off, off+int64(len(dst))-1, n, err)
+	}
+	return nil
+}
+
+// Put uploads a whole object in one request.
+func (c *Client) Put(ctx context.Context, key string, data []byte) (string, error) {
+	in := &s3.PutObjectInput{Bucket: &c.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data)))}
+	c.applyPut(&in.StorageClass, &in.ServerSideEncryption, &in.SSEKMSKeyId)
+	out, err := c.s3.PutObject(ctx, in, unsignedPayload)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// CreateMultipart starts a multipart upload.
+func (c *Client) CreateMultipart(ctx context.Context, key string) (string, error) {
+	in := &s3.CreateMultipartUploadInput{Bucket: &c.bucket, Key: &key}
+	c.applyPut(&in.StorageClass, &in.ServerSideEncryption, &in.SSEKMSKeyId)
+	out, err := c.s3.CreateMultipartUpload(ctx, in)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.UploadId), nil
+}
+
+// UploadPart uploads part number n (1-based) and returns its ETag.
+func (c *Client) UploadPart(ctx context.Context, key, uploadID string, n int32, data []byte) (string, error) {
+	out, err := c.s3.UploadPart(ctx, &s3.UploadPartInput{
+		Bucket: &c.bucket, Key: &key, UploadId: &uploadID, PartNumber: &n,
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	}, unsignedPayload)
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// CompleteMultipart finishes an upload from its part ETags, in part order.
+func (c *Client) CompleteMultipart(ctx context.Context, key, uploadID string, etags []string) (string, error) {
+	parts := make([]types.CompletedPart, len(etags))
+	for i, e := range etags {
+		parts[i] = types.CompletedPart{ETag: aws.String(e), PartNumber: aws.Int32(int32(i + 1))}
+	}
+	out, err := c.s3.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &c.bucket, Key: &key, UploadId: &uploadID, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.ETag), nil
+}
+
+// AbortMultipart drops an unfinished upload and its parts.
+func (c *Client) AbortMultipart(ctx context.Context, key, uploadID string) error {
+	_, err := c.s3.AbortMultipartUpload(ctx, &s3.AbortMultipartUploadInput{Bucket: &c.bucket, Key: &key, UploadId: &uploadID})
+	return err
+}
+
+// Delete removes an object.
+func (c *Client) Delete(ctx context.Context, key string) error {
+	_, err := c.s3.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &c.bucket, Key: &key})
+	return err
+}
+
+func (c *Client) applyPut(sc *types.StorageClass, sse *types.ServerSideEncryption, kms **string) {
+	if c.opts.StorageClass != "" {
+		*sc = types.StorageClass(c.opts.StorageClass)
+	}
+	if c.opts.SSE != "" {
+		*sse = types.ServerSideEncryption(c.opts.SSE)
+	}
+	if c.opts.SSEKMSKeyID != "" {
+		*kms = aws.String(c.opts.SSEKMSKeyID)
+	}
+}
+
+// IsNotFound reports whether err says the object or key does not exist.
+func IsNotFound(err error) bool {
+	return errors.Is(ToErrno(err), errNoEnt)
+}

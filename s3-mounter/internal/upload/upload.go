@@ -1,0 +1,258 @@
+// Package upload turns a sequential stream of writes into an S3 object: data is cut into parts that are
+// uploaded in the background while the writer continues (multipart), or sent with one PutObject when
+// the file ends before the first part is full.
+package upload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+)
+
+// Client is the subset of S3 an upload needs.
+type Client interface {
+	Put(ctx context.Context, key string, data []byte) (string, error)
+	CreateMultipart(ctx context.Context, key string) (string, error)
+	UploadPart(ctx context.Context, key, uploadID string, n int32, data []byte) (string, error)
+	CompleteMultipart(ctx context.Context, key, uploadID string, etags []string) (string, error)
+	AbortMultipart(ctx context.Context, key, uploadID string) error
+}
+
+// MaxParts is S3's limit on parts per upload.
+const MaxParts = 10000
+
+// ErrOutOfOrder is returned for a write that does not continue where the previous one ended; like
+// Mountpoint, the upload is aborted and the errno is EINVAL.
+var ErrOutOfOrder = fmt.Errorf("out of order write: %w", syscall.EINVAL)
+
+// ErrFinished is returned for writes after the upload was completed or aborted.
+var ErrFinished = fmt.Errorf("upload already finished: %w", syscall.EBADF)
+
+// Upload is one object being written. Methods are safe for concurrent use.
+type Upload struct {
+	client      Client
+	key         string
+	partSize    int
+	concurrency int
+
+	// ctx lives as long as the upload; Abort cancels parts in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	written  int64
+	buf      []byte
+	uploadID string
+	nextPart int32
+	etags    []string
+	inflight sync.WaitGroup
+	sem      chan struct{}
+	err      error
+	done     bool
+	etag     string
+}
+
+// New starts an upload of key; nothing is sent until the first part is full or Complete is called.
+func New(ctx context.Context, c Client, key string, partSize, concurrency int) *Upload {
+	if concurrency < 1 {
+		concurrency = 1
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &Upload{
+		client: c, key: key, partSize: partSize, concurrency: concurrency,
+		ctx: ctx, cancel: cancel, sem: make(chan struct{}, concurrency),
+	}
+}
+
+// Written returns the number of bytes accepted so far.
+func (u *Upload) Written() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.written
+}
+
+// Finished reports whether Complete or Abort ran.
+func (u *Upload) Finished() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.done
+}
+
+// WriteAt appends data, which must start at the current end of the object. Full parts are handed to
+// background uploads; when concurrency uploads are in flight the writer waits (backpressure).
+func (u *Upload) WriteAt(data []byte, off int64) (int, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.done {
+		return 0, ErrFinished
+	}
+	if u.err != nil {
+		return 0, u.err
+	}
+	if off != u.written {
+		u.failLocked(fmt.Errorf("%w: expected offset %d, got %d", ErrOutOfOrder, u.written, off))
+		return 0, u.err
+	}
+	n := 0
+	for len(data) > 0 {
+		if u.buf == nil {
+			u.buf = make([]byte, 0, u.partSize)
+		}
+		c := min(len(data), u.partSize-len(u.buf))
+		u.buf = append(u.buf, data[:c]...)
+		data = data[c:]
+		n += c
+		u.written += int64(c)
+		if len(u.buf) == u.partSize {
+			if err := u.sendPartLocked(); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// sendPartLocked starts the upload of the buffered part. Called with u.mu held; it releases the lock
+// while waiting for a free upload slot so that failures of earlier parts can be recorded.
+func (u *Upload) sendPartLocked() error {
+	if u.uploadID == "" {
+		id, err := u.client.CreateMultipart(u.ctx, u.key)
+		if err != nil {
+			u.failLocked(fmt.Errorf("create multipart upload for %s: %w", u.key, err))
+			return u.err
+		}
+		u.uploadID = id
+	}
+	if u.nextPart >= MaxParts {
+		u.failLocked(fmt.Errorf("object %s exceeds %d parts of %d bytes: %w", u.key, MaxParts, u.partSize, syscall.EFBIG))
+		return u.err
+	}
+	data := u.buf
+	u.buf = nil
+	u.nextPart++
+	num := u.nextPart
+	u.etags = append(u.etags, "")
+	u.mu.Unlock()
+	u.sem <- struct{}{}
+	u.mu.Lock()
+	if u.err != nil {
+		<-u.sem
+		return u.err
+	}
+	u.inflight.Add(1)
+	go func() {
+		defer u.inflight.Done()
+		defer func() { <-u.sem }()
+		etag, err := u.client.UploadPart(u.ctx, u.key, u.uploadID, num, data)
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if err != nil {
+			if u.err == nil {
+				u.err = fmt.Errorf("upload part %d of %s: %w", num, u.key, err)
+			}
+			return
+		}
+		u.etags[num-1] = etag
+	}()
+	return nil
+}
+
+// Complete uploads what is buffered, waits for every part and makes the object visible. It returns the
+// new object's ETag. Calling it again returns the first result.
+func (u *Upload) Complete() (string, error) {
+	u.mu.Lock()
+	if u.done {
+		defer u.mu.Unlock()
+		return u.etag, u.err
+	}
+	if u.err != nil {
+		u.mu.Unlock()
+		u.Abort()
+		return "", u.Err()
+	}
+	if u.uploadID == "" {
+		// Smaller than one part: a single PutObject.
+		data := u.buf
+		u.buf = nil
+		u.mu.Unlock()
+		etag, err := u.client.Put(u.ctx, u.key, data)
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		u.done = true
+		if err != nil {
+			u.err = fmt.Errorf("put %s: %w", u.key, err)
+			return "", u.err
+		}
+		u.etag = etag
+		return etag, nil
+	}
+	if len(u.buf) > 0 {
+		if err := u.sendPartLocked(); err != nil {
+			u.mu.Unlock()
+			u.Abort()
+			return "", u.Err()
+		}
+	}
+	u.mu.Unlock()
+	u.inflight.Wait()
+	u.mu.Lock()
+	if u.err != nil {
+		u.mu.Unlock()
+		u.Abort()
+		return "", u.Err()
+	}
+	etags := append([]string(nil), u.etags...)
+	id := u.uploadID
+	u.mu.Unlock()
+	etag, err := u.client.CompleteMultipart(u.ctx, u.key, id, etags)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.done = true
+	if err != nil {
+		u.err = fmt.Errorf("complete multipart upload of %s: %w", u.key, err)
+		_ = u.client.AbortMultipart(context.WithoutCancel(u.ctx), u.key, id)
+		return "", u.err
+	}
+	u.etag = etag
+	return etag, nil
+}
+
+// Abort stops the upload and removes uploaded parts. Nothing becomes visible.
+func (u *Upload) Abort() {
+	u.mu.Lock()
+	if u.done && u.uploadID == "" {
+		u.mu.Unlock()
+		return
+	}
+	u.done = true
+	id := u.uploadID
+	u.uploadID = ""
+	u.mu.Unlock()
+	u.cancel()
+	u.inflight.Wait()
+	if id != "" {
+		_ = u.client.AbortMultipart(context.Background(), u.key, id)
+	}
+	u.mu.Lock()
+	if u.err == nil {
+		u.err = errAborted
+	}
+	u.mu.Unlock()
+}
+
+// Err returns the error that stopped the upload, if any.
+func (u *Upload) Err() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err
+}
+
+var errAborted = errors.New("upload aborted")
+
+func (u *Upload) failLocked(err error) {
+	if u.err == nil {
+		u.err = err
+	}
+}
