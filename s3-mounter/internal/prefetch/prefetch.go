@@ -162,7 +162,9 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		// Continuing where the last read stopped (or the first read, from 0): stream from here.
 		r.dropAll()
 		r.fetchedTo = off
-		if !r.sequential {
+		if r.sequential {
+			r.window = min(r.window*2, r.cfg.MaxWindow)
+		} else {
 			r.window = r.cfg.InitialWindow
 		}
 		r.sequential = true
@@ -179,8 +181,8 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 	for len(r.parts) > 1 && r.parts[0].end() <= off-r.cfg.PartSize {
 		r.parts = r.parts[1:]
 	}
-	// Request up to window bytes past the end of this read, and at least the read itself.
-	target := min(max(end, off+r.window), r.size)
+	// Keep window bytes requested past the end of this read.
+	target := min(end+r.window, r.size)
 	for r.fetchedTo < target {
 		n := min(r.cfg.PartSize, r.size-r.fetchedTo)
 		p := &part{off: r.fetchedTo, buf: make([]byte, n), done: make(chan struct{})}

@@ -1,0 +1,188 @@
+package prefetch_test
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/testutil"
+)
+
+const part = 64 << 10
+
+func setup(t *testing.T, size int) (*testutil.FakeS3, []byte, prefetch.Object) {
+	t.Helper()
+	f := testutil.NewFakeS3()
+	data := make([]byte, size)
+	rand.New(rand.NewSource(1)).Read(data)
+	etag, err := f.Put(context.Background(), "k", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Puts = 0
+	return f, data, prefetch.Object{Key: "k", ETag: etag, Size: int64(size)}
+}
+
+func read(t *testing.T, r *prefetch.Reader, off int64, n int) []byte {
+	t.Helper()
+	chunks, err := r.ReadAt(context.Background(), off, n)
+	if err != nil {
+		t.Fatalf("ReadAt(%d, %d): %v", off, n, err)
+	}
+	return bytes.Join(chunks, nil)
+}
+
+func TestSequentialReadsGrowTheWindowUpToTheMaximum(t *testing.T) {
+	f, data, obj := setup(t, 40*part)
+	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 8 * part}
+	r := prefetch.NewReader(context.Background(), f, obj, cfg)
+	defer r.Close()
+	var windows []int64
+	var got []byte
+	for off := int64(0); off < obj.Size; off += part / 2 {
+		got = append(got, read(t, r, off, part/2)...)
+		windows = append(windows, r.Window())
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("sequential read returned wrong bytes")
+	}
+	if windows[0] > 2*part {
+		t.Errorf("first window %d, want at most 2 parts", windows[0])
+	}
+	for i := 1; i < len(windows); i++ {
+		if windows[i] < windows[i-1] {
+			t.Fatalf("window shrank during sequential reads: %v", windows)
+		}
+	}
+	if last := windows[len(windows)-1]; last != cfg.MaxWindow {
+		t.Errorf("window after a long sequential read = %d, want the maximum %d", last, cfg.MaxWindow)
+	}
+	for _, g := range f.Gets {
+		if g.Len > part {
+			t.Errorf("GET of %d bytes exceeds the part size", g.Len)
+		}
+	}
+	if len(f.Gets) != 40 {
+		t.Errorf("%d GETs for 40 parts, want each part fetched once", len(f.Gets))
+	}
+}
+
+func TestSequentialReadRequestsAheadInParallel(t *testing.T) {
+	f, _, obj := setup(t, 40*part)
+	r := prefetch.NewReader(context.Background(), f, obj, prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 4 * part})
+	defer r.Close()
+	for off := int64(0); off < 4*part; off += part {
+		read(t, r, off, part)
+	}
+	start, end := r.InFlight()
+	if end-start < 4*part {
+		t.Errorf("requested ahead [%d,%d), want at least 4 parts past the reader", start, end)
+	}
+}
+
+func TestRandomReadsFetchOnlyWhatIsAsked(t *testing.T) {
+	f, data, obj := setup(t, 100*part)
+	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 8))
+	defer r.Close()
+	rng := rand.New(rand.NewSource(2))
+	// A first read away from 0 is random.
+	for i := 0; i < 50; i++ {
+		off := int64(rng.Intn(int(obj.Size)-4096-1)) + 1
+		if got := read(t, r, off, 4096); !bytes.Equal(got, data[off:off+4096]) {
+			t.Fatalf("random read at %d returned wrong bytes", off)
+		}
+	}
+	var total int64
+	for _, g := range f.Gets {
+		total += g.Len
+	}
+	if total > 50*4096*2 {
+		t.Errorf("50 random 4 KiB reads fetched %d bytes; random reads must not prefetch", total)
+	}
+}
+
+func TestSeekResetsTheWindowAndSequentialReadsResume(t *testing.T) {
+	f, data, obj := setup(t, 64*part)
+	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 8 * part}
+	r := prefetch.NewReader(context.Background(), f, obj, cfg)
+	defer r.Close()
+	for off := int64(0); off < 8*part; off += part {
+		read(t, r, off, part)
+	}
+	if r.Window() != cfg.MaxWindow {
+		t.Fatalf("window %d before the seek, want %d", r.Window(), cfg.MaxWindow)
+	}
+	jump := int64(40 * part)
+	if got := read(t, r, jump, 100); !bytes.Equal(got, data[jump:jump+100]) {
+		t.Fatal("read after seek returned wrong bytes")
+	}
+	if r.Window() != cfg.InitialWindow {
+		t.Errorf("window after a seek = %d, want the initial %d", r.Window(), cfg.InitialWindow)
+	}
+	// Continuing from the seek target streams again.
+	got := read(t, r, jump+100, 3*part)
+	if !bytes.Equal(got, data[jump+100:jump+100+3*part]) {
+		t.Fatal("sequential read after seek returned wrong bytes")
+	}
+	if _, end := r.InFlight(); end <= jump+100+3*part {
+		t.Errorf("no prefetch after reads resumed sequentially (requested up to %d)", end)
+	}
+}
+
+func TestConcurrentReadersOfOneHandleGetTheRightBytes(t *testing.T) {
+	f, data, obj := setup(t, 32*part+123)
+	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 4))
+	defer r.Close()
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	// Reads arrive in pairs out of order, as the kernel's async readahead sends them.
+	for off := int64(0); off < obj.Size; off += 2 * 16384 {
+		for _, o := range []int64{off + 16384, off} {
+			wg.Add(1)
+			go func(o int64) {
+				defer wg.Done()
+				chunks, err := r.ReadAt(context.Background(), o, 16384)
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				end := min(o+16384, obj.Size)
+				if o < obj.Size && !bytes.Equal(bytes.Join(chunks, nil), data[o:end]) {
+					errs <- "wrong bytes"
+				}
+			}(o)
+		}
+		wg.Wait()
+	}
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+}
+
+func TestReadPastEndAndShortTail(t *testing.T) {
+	f, data, obj := setup(t, part+10)
+	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 2))
+	defer r.Close()
+	if got := read(t, r, 0, 2*part); !bytes.Equal(got, data) {
+		t.Errorf("read of the whole object returned %d bytes, want %d", len(got), len(data))
+	}
+	if got := read(t, r, obj.Size, 10); len(got) != 0 {
+		t.Errorf("read at EOF returned %d bytes", len(got))
+	}
+}
+
+func TestChangedObjectFailsTheRead(t *testing.T) {
+	f, _, obj := setup(t, 2*part)
+	if _, err := f.Put(context.Background(), "k", []byte("replaced")); err != nil {
+		t.Fatal(err)
+	}
+	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 2))
+	defer r.Close()
+	if _, err := r.ReadAt(context.Background(), 0, 100); err == nil {
+		t.Fatal("read of an overwritten object version succeeded")
+	}
+}
