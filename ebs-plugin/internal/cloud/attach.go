@@ -1,0 +1,155 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/klog/v2"
+)
+
+// AttachDisk attaches the volume to the instance and waits until EC2 reports it attached. It returns the
+// device name, which the node uses to find the disk.
+func (c *Cloud) AttachDisk(ctx context.Context, volumeID, instanceID string) (string, error) {
+	logger := klog.FromContext(ctx).WithValues("volumeID", volumeID, "instanceID", instanceID)
+	inst, err := c.instances.get(ctx, instanceID)
+	if err != nil {
+		return "", fmt.Errorf("describe instance %s: %w", instanceID, err)
+	}
+	mapped := map[string]string{}
+	for _, m := range inst.BlockDeviceMappings {
+		if m.Ebs != nil {
+			mapped[aws.ToString(m.DeviceName)] = aws.ToString(m.Ebs.VolumeId)
+		}
+	}
+	dev, err := c.devices.Assign(instanceID, volumeID, mapped)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrLimitExceeded, err)
+	}
+	taint := false
+	defer func() { dev.Release(taint) }()
+
+	if !dev.Existing {
+		_, err := c.ec2.AttachVolume(ctx, &ec2.AttachVolumeInput{
+			Device:     aws.String(dev.Name),
+			InstanceId: aws.String(instanceID),
+			VolumeId:   aws.String(volumeID),
+		}, c.retryers.option("AttachVolume"))
+		if err != nil {
+			return "", c.attachError(ctx, volumeID, instanceID, dev.Name, err)
+		}
+		logger.V(4).Info("AttachVolume accepted", "device", dev.Name)
+	}
+	if err := c.waitAttached(ctx, volumeID, instanceID, dev.Name); err != nil {
+		// The attachment may still complete; keep the name away from other volumes for a while.
+		taint = true
+		return "", err
+	}
+	return dev.Name, nil
+}
+
+func (c *Cloud) attachError(ctx context.Context, volumeID, instanceID, device string, err error) error {
+	switch {
+	case isCode(err, "InvalidParameterValue") && strings.Contains(err.Error(), "already in use"):
+		c.devices.MarkLikelyBad(instanceID, device)
+		return fmt.Errorf("device name %s is in use on %s, will pick another on retry: %w", device, instanceID, err)
+	case isCode(err, "AttachmentLimitExceeded"):
+		return fmt.Errorf("%w: %w", ErrLimitExceeded, err)
+	case isCode(err, "VolumeInUse"):
+		return fmt.Errorf("volume %s is attached to another instance: %w: %w", volumeID, ErrVolumeInUse, err)
+	case isCode(err, "InvalidVolume.NotFound", "InvalidInstanceID.NotFound"):
+		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case isCode(err, "IncorrectState"):
+		// Attaching a volume that is itself already being attached here: wait for that instead.
+		if werr := c.waitAttached(ctx, volumeID, instanceID, device); werr == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("attach volume %s to %s: %w", volumeID, instanceID, err)
+}
+
+func (c *Cloud) waitAttached(ctx context.Context, volumeID, instanceID, device string) error {
+	reissued := false
+	return poll(ctx, c.waits.Attach, func(ctx context.Context) (bool, error) {
+		d, err := c.GetDisk(ctx, volumeID)
+		if err != nil {
+			return false, err
+		}
+		var mine *Attachment
+		for i := range d.Attachments {
+			if d.Attachments[i].InstanceID == instanceID {
+				mine = &d.Attachments[i]
+			}
+		}
+		if len(d.Attachments) > 1 && !d.MultiAttach {
+			return false, fmt.Errorf("volume %s has %d attachments but is not multi-attach: %w", volumeID, len(d.Attachments), ErrVolumeInUse)
+		}
+		if mine == nil || mine.State == string(types.VolumeAttachmentStateDetached) {
+			if reissued {
+				return false, fmt.Errorf("volume %s is not attached to %s after re-issuing AttachVolume", volumeID, instanceID)
+			}
+			// The instance may list the mapping while the volume does not: ask again once.
+			reissued = true
+			_, err := c.ec2.AttachVolume(ctx, &ec2.AttachVolumeInput{Device: aws.String(device),
+				InstanceId: aws.String(instanceID), VolumeId: aws.String(volumeID)}, c.retryers.option("AttachVolume"))
+			if err != nil && !isCode(err, "IncorrectState") {
+				return false, c.attachError(ctx, volumeID, instanceID, device, err)
+			}
+			return false, nil
+		}
+		switch mine.State {
+		case string(types.VolumeAttachmentStateAttached):
+			if mine.Device != device {
+				return false, fmt.Errorf("volume %s is attached to %s as %s, not %s", volumeID, instanceID, mine.Device, device)
+			}
+			return true, nil
+		case string(types.VolumeAttachmentStateAttaching):
+			if !mine.AttachTime.IsZero() && c.now().Sub(mine.AttachTime) > c.waits.AttachingTimeout {
+				// Stuck: undo so the next attempt can start clean (upstream complaint #2).
+				_ = c.DetachDisk(context.WithoutCancel(ctx), volumeID, instanceID)
+				return false, fmt.Errorf("volume %s stuck attaching to %s since %s; detached it", volumeID, instanceID, mine.AttachTime)
+			}
+		}
+		return false, nil
+	})
+}
+
+// DetachDisk detaches the volume from the instance and waits until it is gone. Not attached counts as done.
+func (c *Cloud) DetachDisk(ctx context.Context, volumeID, instanceID string) error {
+	_, err := c.ec2.DetachVolume(ctx, &ec2.DetachVolumeInput{
+		InstanceId: aws.String(instanceID),
+		VolumeId:   aws.String(volumeID),
+	}, c.retryers.option("DetachVolume"))
+	if err != nil {
+		if isCode(err, "IncorrectState", "InvalidAttachment.NotFound", "InvalidVolume.NotFound") {
+			return nil
+		}
+		if isCode(err, "InvalidInstanceID.NotFound") {
+			return nil // the instance is gone, and with it the attachment
+		}
+		return fmt.Errorf("detach volume %s from %s: %w", volumeID, instanceID, err)
+	}
+	err = poll(ctx, c.waits.Attach, func(ctx context.Context) (bool, error) {
+		d, err := c.GetDisk(ctx, volumeID)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return true, nil
+			}
+			return false, err
+		}
+		for _, a := range d.Attachments {
+			if a.InstanceID == instanceID && a.State != string(types.VolumeAttachmentStateDetached) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for volume %s to detach from %s: %w", volumeID, instanceID, err)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package cloud
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/klog/v2"
+)
+
+// SnapshotOptions describe a snapshot to create.
+type SnapshotOptions struct {
+	Tags       map[string]string
+	OutpostARN string
+	FSRZones   []string
+	Lock       *LockOptions
+}
+
+// LockOptions lock a snapshot against deletion.
+type LockOptions struct {
+	Mode           string
+	DurationDays   int32
+	ExpirationDate *time.Time
+	CoolOffHours   int32
+}
+
+// CreateSnapshot snapshots the volume, tagged with name. FSR and locks are applied afterwards; if either
+// fails the snapshot is deleted again so no half-configured snapshot is left behind.
+func (c *Cloud) CreateSnapshot(ctx context.Context, name, volumeID string, opts SnapshotOptions) (*Snapshot, error) {
+	tags := map[string]string{}
+	for k, v := range opts.Tags {
+		tags[k] = v
+	}
+	tags[tagSnapshotName] = name
+	in := &ec2.CreateSnapshotInput{
+		VolumeId:          aws.String(volumeID),
+		Description:       aws.String("Created by AWS EBS CSI driver for volume " + volumeID),
+		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeSnapshot, Tags: toTags(tags)}},
+	}
+	if opts.OutpostARN != "" {
+		in.OutpostArn = aws.String(opts.OutpostARN)
+	}
+	out, err := c.ec2.CreateSnapshot(ctx, in, c.retryers.option("CreateSnapshot"))
+	if err != nil {
+		switch {
+		case isCode(err, "InvalidVolume.NotFound"):
+			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+		case isCode(err, "SnapshotLimitExceeded", "SnapshotCreationPerVolumeRateExceeded"):
+			return nil, fmt.Errorf("%w: %w", ErrLimitExceeded, err)
+		}
+		return nil, fmt.Errorf("create snapshot of %s: %w", volumeID, err)
+	}
+	snap := snapshotFrom(types.Snapshot{SnapshotId: out.SnapshotId, VolumeId: out.VolumeId, VolumeSize: out.VolumeSize,
+		StartTime: out.StartTime, State: out.State, Tags: out.Tags})
+	if len(opts.FSRZones) > 0 {
+		if err := c.enableFSR(ctx, snap.SnapshotID, opts.FSRZones); err != nil {
+			return nil, c.undoSnapshot(ctx, snap.SnapshotID, err)
+		}
+	}
+	if opts.Lock != nil {
+		lin := &ec2.LockSnapshotInput{SnapshotId: aws.String(snap.SnapshotID), LockMode: types.LockMode(opts.Lock.Mode)}
+		if opts.Lock.DurationDays > 0 {
+			lin.LockDuration = aws.Int32(opts.Lock.DurationDays)
+		}
+		if opts.Lock.ExpirationDate != nil {
+			lin.ExpirationDate = opts.Lock.ExpirationDate
+		}
+		if opts.Lock.CoolOffHours > 0 {
+			lin.CoolOffPeriod = aws.Int32(opts.Lock.CoolOffHours)
+		}
+		if _, err := c.ec2.LockSnapshot(ctx, lin, c.retryers.option("LockSnapshot")); err != nil {
+			return nil, c.undoSnapshot(ctx, snap.SnapshotID, fmt.Errorf("lock snapshot: %w", err))
+		}
+	}
+	return snap, nil
+}
+
+func (c *Cloud) undoSnapshot(ctx context.Context, id string, cause error) error {
+	if err := c.DeleteSnapshot(context.WithoutCancel(ctx), id); err != nil {
+		klog.FromContext(ctx).Error(err, "Could not delete the snapshot after a failed follow-up", "snapshotID", id)
+	}
+	return fmt.Errorf("snapshot %s deleted again: %w", id, cause)
+}
+
+func (c *Cloud) enableFSR(ctx context.Context, id string, zones []string) error {
+	out, err := c.ec2.EnableFastSnapshotRestores(ctx, &ec2.EnableFastSnapshotRestoresInput{
+		AvailabilityZones: zones, SourceSnapshotIds: []string{id},
+	}, c.retryers.option("EnableFastSnapshotRestores"))
+	if err != nil {
+		return fmt.Errorf("enable fast snapshot restore in %v: %w", zones, err)
+	}
+	for _, u := range out.Unsuccessful {
+		for _, e := range u.FastSnapshotRestoreStateErrors {
+			if e.Error != nil {
+				return fmt.Errorf("enable fast snapshot restore in %s: %s: %s", aws.ToString(e.AvailabilityZone),
+					aws.ToString(e.Error.Code), aws.ToString(e.Error.Message))
+			}
+		}
+	}
+	return nil
+}
+
+// DeleteSnapshot deletes the snapshot. A missing snapshot counts as deleted.
+func (c *Cloud) DeleteSnapshot(ctx context.Context, id string) error {
+	_, err := c.ec2.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: aws.String(id), DryRun: aws.Bool(false)},
+		c.retryers.option("DeleteSnapshot"))
+	if err == nil || isNotFound(err) {
+		return nil
+	}
+	if isCode(err, "InvalidSnapshot.InUse") {
+		return fmt.Errorf("snapshot %s is in use: %w: %w", id, ErrVolumeInUse, err)
+	}
+	return fmt.Errorf("delete snapshot %s: %w", id, err)
+}
+
+// GetSnapshotByName finds the snapshot the driver created for a CSI snapshot name.
+func (c *Cloud) GetSnapshotByName(ctx context.Context, name string) (*Snapshot, error) {
+	s, err := c.snapshotsByNm.get(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot named %q: %w", name, err)
+	}
+	return snapshotFrom(s), nil
+}
+
+// GetSnapshotByID returns the snapshot.
+func (c *Cloud) GetSnapshotByID(ctx context.Context, id string) (*Snapshot, error) {
+	s, err := c.snapshotsByID.get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", id, err)
+	}
+	return snapshotFrom(s), nil
+}
+
+// ListSnapshots pages through the account's snapshots, optionally of one volume. The page token is an
+// offset into the list ordered by creation time then ID: EC2 refuses MaxResults below 5, and CSI callers may
+// ask for fewer, so the driver pages itself.
+func (c *Cloud) ListSnapshots(ctx context.Context, volumeID string, maxEntries int, token string) ([]*Snapshot, string, error) {
+	offset := 0
+	if token != "" {
+		n, err := strconv.Atoi(token)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("starting token %q: %w", token, ErrInvalidArgument)
+		}
+		offset = n
+	}
+	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}}
+	if volumeID != "" {
+		in.Filters = []types.Filter{{Name: aws.String("volume-id"), Values: []string{volumeID}}}
+	}
+	raw, _, err := c.describeSnapshots(ctx, in, true)
+	if err != nil {
+		return nil, "", fmt.Errorf("list snapshots: %w", err)
+	}
+	sort.Slice(raw, func(i, j int) bool {
+		ti, tj := aws.ToTime(raw[i].StartTime), aws.ToTime(raw[j].StartTime)
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return aws.ToString(raw[i].SnapshotId) < aws.ToString(raw[j].SnapshotId)
+	})
+	if offset > len(raw) {
+		return nil, "", fmt.Errorf("starting token %q is past the end: %w", token, ErrInvalidArgument)
+	}
+	end := len(raw)
+	next := ""
+	if maxEntries > 0 && offset+maxEntries < len(raw) {
+		end = offset + maxEntries
+		next = strconv.Itoa(end)
+	}
+	out := make([]*Snapshot, 0, end-offset)
+	for _, s := range raw[offset:end] {
+		out = append(out, snapshotFrom(s))
+	}
+	return out, next, nil
+}
+
+// AvailabilityZones returns the region's zones (cached for an hour).
+func (c *Cloud) AvailabilityZones(ctx context.Context) ([]string, error) {
+	c.mu.Lock()
+	if c.zones != nil && c.now().Before(c.zonesExpiry) {
+		z := c.zones
+		c.mu.Unlock()
+		return z, nil
+	}
+	c.mu.Unlock()
+	out, err := c.ec2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
+	if err != nil {
+		return nil, fmt.Errorf("describe availability zones: %w", err)
+	}
+	var zones []string
+	for _, z := range out.AvailabilityZones {
+		zones = append(zones, aws.ToString(z.ZoneName))
+	}
+	sort.Strings(zones)
+	c.mu.Lock()
+	c.zones, c.zonesExpiry = zones, c.now().Add(time.Hour)
+	c.mu.Unlock()
+	return zones, nil
+}

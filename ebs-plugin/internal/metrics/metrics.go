@@ -1,0 +1,94 @@
+// Package metrics holds the driver's Prometheus metrics, with upstream's names and labels so existing
+// dashboards and alerts keep working.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
+)
+
+// Recorder records EC2 API calls.
+type Recorder struct {
+	registry  *prometheus.Registry
+	duration  *prometheus.HistogramVec
+	errors    *prometheus.CounterVec
+	throttles *prometheus.CounterVec
+}
+
+// New returns a Recorder with its own registry (no global state).
+func New() *Recorder {
+	r := &Recorder{
+		registry: prometheus.NewRegistry(),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aws_ebs_csi_api_request_duration_seconds",
+			Help:    "Latency of successful EC2 API requests, including retries.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"request"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aws_ebs_csi_api_request_errors_total",
+			Help: "EC2 API requests that failed after retries, by error code.",
+		}, []string{"request", "code"}),
+		throttles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aws_ebs_csi_api_request_throttles_total",
+			Help: "EC2 API attempts that were throttled.",
+		}, []string{"operation_name"}),
+	}
+	r.registry.MustRegister(r.duration, r.errors, r.throttles,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return r
+}
+
+// ObserveRequest records one API request's outcome. code is "" on success.
+func (r *Recorder) ObserveRequest(request string, d time.Duration, code string) {
+	if r == nil {
+		return
+	}
+	if code == "" {
+		r.duration.WithLabelValues(request).Observe(d.Seconds())
+		return
+	}
+	r.errors.WithLabelValues(request, code).Inc()
+}
+
+// ObserveThrottle records one throttled attempt.
+func (r *Recorder) ObserveThrottle(operation string) {
+	if r == nil {
+		return
+	}
+	r.throttles.WithLabelValues(operation).Inc()
+}
+
+// Gatherer exposes the registry, for tests.
+func (r *Recorder) Gatherer() prometheus.Gatherer { return r.registry }
+
+// Serve serves /metrics on addr until ctx ends. It returns the bound address once listening.
+func (r *Recorder) Serve(ctx context.Context, addr, path string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Metrics server stopped")
+		}
+	}()
+	return ln.Addr().String(), nil
+}
