@@ -1,0 +1,97 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type fakeIMDS map[string]string
+
+func (f fakeIMDS) GetMetadata(_ context.Context, in *imds.GetMetadataInput, _ ...func(*imds.Options)) (*imds.GetMetadataOutput, error) {
+	v, ok := f[in.Path]
+	if !ok {
+		return nil, errors.New("404")
+	}
+	return &imds.GetMetadataOutput{Content: io.NopCloser(bytes.NewBufferString(v))}, nil
+}
+
+func TestIMDSSource(t *testing.T) {
+	src := &IMDS{client: fakeIMDS{
+		"instance-id": "i-123", "instance-type": "m5.large", "placement/availability-zone": "us-east-1b",
+		"block-device-mapping/":    "ami\nebs1\nebs2\nroot",
+		"network/interfaces/macs/": "0a:00:00:00:00:01/\n0a:00:00:00:00:02/",
+	}}
+	inst, err := src.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Instance{InstanceID: "i-123", InstanceType: "m5.large", Region: "us-east-1", AvailabilityZone: "us-east-1b", EBSMappings: 2, ENIs: 2}
+	if *inst != want {
+		t.Fatalf("got %+v, want %+v", *inst, want)
+	}
+	if _, err := (&IMDS{client: fakeIMDS{}}).Get(context.Background()); err == nil {
+		t.Fatal("empty IMDS accepted")
+	}
+}
+
+type fakeNodes map[string]*corev1.Node
+
+func (f fakeNodes) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Node, error) {
+	if n, ok := f[name]; ok {
+		return n, nil
+	}
+	return nil, errors.New("not found")
+}
+
+func TestKubernetesSource(t *testing.T) {
+	node := func(pid string, labels map[string]string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}, Spec: corev1.NodeSpec{ProviderID: pid}}
+	}
+	tests := []struct {
+		name    string
+		node    *corev1.Node
+		want    string // instance ID and zone
+		wantErr string
+	}{
+		{name: "provider ID and labels", node: node("aws:///us-west-2c/i-abc", map[string]string{corev1.LabelInstanceTypeStable: "c5.xlarge"}), want: "i-abc us-west-2c"},
+		{name: "zone label wins", node: node("aws:///us-west-2c/i-abc", map[string]string{corev1.LabelTopologyZone: "us-west-2a"}), want: "i-abc us-west-2a"},
+		{name: "no provider ID is an error, not a panic", node: node("", nil), wantErr: "not an AWS provider ID"},
+		{name: "provider ID without instance", node: node("aws:///us-west-2c/", nil), wantErr: "instance ID"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			inst, err := NewKubernetes(fakeNodes{"n1": tc.node}, "n1").Get(context.Background())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err != nil || inst.InstanceID+" "+inst.AvailabilityZone != tc.want {
+				t.Fatalf("got %+v, %v", inst, err)
+			}
+		})
+	}
+	if _, err := NewKubernetes(fakeNodes{}, "n1").Get(context.Background()); err == nil {
+		t.Fatal("missing node accepted")
+	}
+}
+
+func TestSourcesFallThrough(t *testing.T) {
+	s := Sources{&IMDS{client: fakeIMDS{}}, NewKubernetes(fakeNodes{"n1": {Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-9"}}}, "n1")}
+	inst, err := s.Get(context.Background())
+	if err != nil || inst.InstanceID != "i-9" {
+		t.Fatalf("got %+v, %v", inst, err)
+	}
+	if _, err := ParseSources("imds,bogus"); err == nil {
+		t.Fatal("bogus source accepted")
+	}
+}
