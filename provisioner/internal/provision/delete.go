@@ -1,0 +1,163 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// IsOursPV reports whether the PV is one this provisioner made.
+func (p *Provisioner) IsOursPV(pv *v1.PersistentVolume) bool {
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != p.cfg.DriverName {
+		return false
+	}
+	return pv.Annotations[annProvisionedBy] == p.cfg.DriverName || slices.Contains(pv.Finalizers, VolumeFinalizer)
+}
+
+// SyncVolume deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
+// as upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it),
+// then DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone
+// is remembered, so the events our own writes cause do not call it again (upstream #1235).
+func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (err error) {
+	if pv == nil || !p.IsOursPV(pv) {
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("pv", pv.Name)
+	ctx = klog.NewContext(ctx, logger)
+
+	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		if pv.DeletionTimestamp != nil {
+			// Retained volumes stay in the storage; only our hold on the PV object goes.
+			return p.removePVFinalizer(ctx, pv)
+		}
+		return nil
+	}
+	if pv.Status.Phase != v1.VolumeReleased {
+		return nil
+	}
+	switch p.deleteStage(pv.UID) {
+	case stageFinalized:
+		return nil
+	case stageVolumeDeleted:
+		return p.finalizePV(ctx, pv)
+	}
+	if va := p.attachedBy(pv.Name); va != "" {
+		return fmt.Errorf("PV %s is still attached (VolumeAttachment %s); not deleting its volume yet", pv.Name, va)
+	}
+
+	start := time.Now()
+	defer func() { p.Metrics.Deleted(pv.Spec.StorageClassName, start, err) }()
+
+	secrets, err := p.deletionSecrets(ctx, pv)
+	if err != nil {
+		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
+		return err
+	}
+	if slices.Contains(pv.Finalizers, VolumeFinalizer) && pv.DeletionTimestamp == nil {
+		// The finalizer keeps the object until the volume is gone, so deleting it first loses nothing.
+		if err := p.deletePV(ctx, pv); err != nil {
+			return err
+		}
+	}
+	if err := p.deleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil {
+		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
+		return err
+	}
+	p.setDeleteStage(pv.UID, stageVolumeDeleted)
+	logger.V(2).Info("Deleted volume", "volumeID", pv.Spec.CSI.VolumeHandle)
+	return p.finalizePV(ctx, pv)
+}
+
+// deleteStage is how far the deletion of a PV got in this process.
+type deleteStage int
+
+const (
+	stageNone deleteStage = iota
+	stageVolumeDeleted
+	stageFinalized
+)
+
+func (p *Provisioner) deleteStage(uid types.UID) deleteStage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deleted[uid]
+}
+
+func (p *Provisioner) setDeleteStage(uid types.UID, s deleteStage) {
+	p.mu.Lock()
+	p.deleted[uid] = s
+	p.mu.Unlock()
+}
+
+// finalizePV is the last write for a PV whose volume is gone: drop our finalizer, or, for a PV without it (made
+// before the finalizer existed), delete the PV only now.
+func (p *Provisioner) finalizePV(ctx context.Context, pv *v1.PersistentVolume) error {
+	var err error
+	if slices.Contains(pv.Finalizers, VolumeFinalizer) {
+		err = p.removePVFinalizer(ctx, pv)
+	} else {
+		err = p.deletePV(ctx, pv)
+	}
+	if err == nil {
+		p.setDeleteStage(pv.UID, stageFinalized)
+	}
+	return err
+}
+
+// attachedBy names a VolumeAttachment that references the PV, or "".
+func (p *Provisioner) attachedBy(pvName string) string {
+	if p.Attachments == nil {
+		return ""
+	}
+	vas, err := p.Attachments.List(everything)
+	if err != nil {
+		return ""
+	}
+	for _, va := range vas {
+		if n := va.Spec.Source.PersistentVolumeName; n != nil && *n == pvName {
+			return va.Name
+		}
+	}
+	return ""
+}
+
+// deletionSecrets reads the provisioner secret recorded on the PV at provisioning time.
+func (p *Provisioner) deletionSecrets(ctx context.Context, pv *v1.PersistentVolume) (map[string]string, error) {
+	name, ns := pv.Annotations[annDeletionSecretName], pv.Annotations[annDeletionSecretNS]
+	if name == "" && ns == "" {
+		return nil, nil
+	}
+	return secretData(ctx, p, &secretRef{name: name, namespace: ns})
+}
+
+func (p *Provisioner) deletePV(ctx context.Context, pv *v1.PersistentVolume) error {
+	uid := pv.UID
+	err := p.Kube.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete PV %s: %w", pv.Name, err)
+	}
+	return nil
+}
+
+func (p *Provisioner) removePVFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
+	ops := removeFinalizerOps(&pv.ObjectMeta, VolumeFinalizer)
+	if len(ops) == 0 {
+		return nil
+	}
+	body, err := marshalPatch(ops)
+	if err != nil {
+		return err
+	}
+	_, err = p.Kube.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.JSONPatchType, body, metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer from PV %s: %w", pv.Name, err)
+	}
+	return nil
+}

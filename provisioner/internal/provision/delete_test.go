@@ -1,0 +1,152 @@
+package provision
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+)
+
+func releasedPV(opts ...func(*v1.PersistentVolume)) *v1.PersistentVolume {
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: volName, UID: "pv-uid",
+			Annotations: map[string]string{annProvisionedBy: testutil.Driver},
+			Finalizers:  []string{"kubernetes.io/pv-protection", VolumeFinalizer},
+		},
+		Spec: v1.PersistentVolumeSpec{
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              "fast",
+			PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver, VolumeHandle: "vol-0001"}},
+		},
+		Status: v1.PersistentVolumeStatus{Phase: v1.VolumeReleased},
+	}
+	for _, o := range opts {
+		o(pv)
+	}
+	return pv
+}
+
+func TestSyncVolume(t *testing.T) {
+	tests := []struct {
+		name        string
+		pv          *v1.PersistentVolume
+		objs        []runtime.Object
+		setup       func(*harness)
+		wantAct     []string
+		wantDeletes int
+		wantErr     bool
+		wantFinal   bool // our finalizer still on the PV (if the PV is still there)
+		wantEvent   string
+	}{
+		{
+			name:        "released with Delete: delete PV, DeleteVolume, drop finalizer",
+			pv:          releasedPV(),
+			wantAct:     []string{"delete persistentvolumes", "patch persistentvolumes"},
+			wantDeletes: 1,
+		},
+		{
+			name: "deletion secret read from the PV annotations",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				pv.Annotations[annDeletionSecretName] = "s"
+				pv.Annotations[annDeletionSecretNS] = "ns"
+			}),
+			objs:        []runtime.Object{&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}},
+			wantAct:     []string{"get secrets", "delete persistentvolumes", "patch persistentvolumes"},
+			wantDeletes: 1,
+		},
+		{
+			name: "still attached: no DeleteVolume",
+			pv:   releasedPV(),
+			objs: []runtime.Object{&storagev1.VolumeAttachment{
+				ObjectMeta: metav1.ObjectMeta{Name: "va"},
+				Spec:       storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &volName}},
+			}},
+			wantErr: true, wantFinal: true,
+		},
+		{
+			name:      "bound PV: nothing",
+			pv:        releasedPV(func(pv *v1.PersistentVolume) { pv.Status.Phase = v1.VolumeBound }),
+			wantFinal: true,
+		},
+		{
+			name: "Retain policy, PV deleted by the user: only the finalizer goes",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				pv.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+				now := metav1.Now()
+				pv.DeletionTimestamp = &now
+			}),
+			wantAct: []string{"patch persistentvolumes"},
+		},
+		{
+			name:        "DeleteVolume fails: Event, finalizer kept",
+			pv:          releasedPV(),
+			setup:       func(h *harness) { h.csi.DeleteErr = testutil.Code(codes.Internal) },
+			wantAct:     []string{"delete persistentvolumes"},
+			wantDeletes: 1, wantErr: true, wantFinal: true,
+			wantEvent: "VolumeFailedDelete",
+		},
+		{
+			name:      "PV of another driver: nothing",
+			pv:        releasedPV(func(pv *v1.PersistentVolume) { pv.Spec.CSI.Driver = "other" }),
+			wantFinal: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, defaultConfig(), append([]runtime.Object{tc.pv}, tc.objs...)...)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			err := h.p.SyncVolume(context.Background(), tc.pv.DeepCopy())
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if got := h.actions(); !equal(got, tc.wantAct) {
+				t.Errorf("actions %q, want %q", got, tc.wantAct)
+			}
+			if len(h.csi.Deletes) != tc.wantDeletes {
+				t.Errorf("DeleteVolume calls %d, want %d", len(h.csi.Deletes), tc.wantDeletes)
+			}
+			if pv, err := h.kube.CoreV1().PersistentVolumes().Get(context.Background(), volName, metav1.GetOptions{}); err == nil {
+				if slices.Contains(pv.Finalizers, VolumeFinalizer) != tc.wantFinal {
+					t.Errorf("finalizers %v, want ours %v", pv.Finalizers, tc.wantFinal)
+				}
+			}
+			if tc.wantEvent != "" && !hasEvent(h.events(), tc.wantEvent) {
+				t.Errorf("no %s event", tc.wantEvent)
+			}
+		})
+	}
+}
+
+// Our own writes make the informer deliver the PV again (deleted, then without finalizer), possibly before the
+// cache shows the change; none of those deliveries may call DeleteVolume again (upstream #1235).
+func TestSyncVolumeDeletesOnce(t *testing.T) {
+	pv := releasedPV()
+	h := newHarness(t, defaultConfig(), pv)
+	for i := 0; i < 3; i++ {
+		// Stale copies, as the informer may still hold them.
+		if err := h.p.SyncVolume(context.Background(), pv.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(h.csi.Deletes) != 1 {
+		t.Errorf("DeleteVolume called %d times, want 1", len(h.csi.Deletes))
+	}
+	if got, want := h.actions(), []string{"delete persistentvolumes", "patch persistentvolumes"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
+	// A restarted provisioner has no memory: it may call DeleteVolume again, which is idempotent.
+	h.p.Forget(pv.UID)
+	if h.p.deleteStage(pv.UID) != stageNone {
+		t.Error("Forget kept the stage")
+	}
+}

@@ -1,0 +1,157 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+)
+
+// harness is a Provisioner over a fake clientset whose listers are filled with the same objects.
+type harness struct {
+	p       *Provisioner
+	kube    *fake.Clientset
+	csi     *testutil.FakeCSI
+	rec     *record.FakeRecorder
+	indexer map[string]cache.Indexer
+}
+
+func defaultConfig() Config {
+	return Config{
+		DriverName: testutil.Driver, Identity: "id-1", VolumeNamePrefix: "pvc", VolumeNameUUIDLength: -1,
+		Timeout: 10 * time.Second, ImmediateTopology: true, PreventVolumeModeConversion: true,
+		Capabilities: Capabilities{Clone: true},
+	}
+}
+
+func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
+	t.Helper()
+	h := &harness{
+		kube:    fake.NewClientset(objs...),
+		csi:     testutil.NewFakeCSI(),
+		rec:     record.NewFakeRecorder(100),
+		indexer: map[string]cache.Indexer{},
+	}
+	for _, k := range []string{"pvc", "pv", "sc", "csinode", "node", "va"} {
+		h.indexer[k] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	}
+	for _, o := range objs {
+		h.cache(t, o)
+	}
+	h.p = New(cfg, Deps{
+		Kube: h.kube, CSI: h.csi, Recorder: h.rec,
+		Claims:      corelisters.NewPersistentVolumeClaimLister(h.indexer["pvc"]),
+		Volumes:     corelisters.NewPersistentVolumeLister(h.indexer["pv"]),
+		Classes:     storagelisters.NewStorageClassLister(h.indexer["sc"]),
+		CSINodes:    storagelisters.NewCSINodeLister(h.indexer["csinode"]),
+		Nodes:       corelisters.NewNodeLister(h.indexer["node"]),
+		Attachments: storagelisters.NewVolumeAttachmentLister(h.indexer["va"]),
+	})
+	h.kube.ClearActions()
+	return h
+}
+
+// cache puts o into its lister, as an informer would.
+func (h *harness) cache(t *testing.T, o runtime.Object) {
+	t.Helper()
+	var k string
+	switch o.(type) {
+	case *v1.PersistentVolumeClaim:
+		k = "pvc"
+	case *v1.PersistentVolume:
+		k = "pv"
+	case *storagev1.StorageClass:
+		k = "sc"
+	case *storagev1.CSINode:
+		k = "csinode"
+	case *v1.Node:
+		k = "node"
+	case *storagev1.VolumeAttachment:
+		k = "va"
+	default:
+		return
+	}
+	if err := h.indexer[k].Add(o); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// actions lists the API requests made since the harness was built, as "verb resource[/subresource]".
+func (h *harness) actions() []string {
+	var out []string
+	for _, a := range h.kube.Actions() {
+		s := a.GetVerb() + " " + a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			s += "/" + a.GetSubresource()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// events drains the recorded events.
+func (h *harness) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (h *harness) claim(t *testing.T, ns, name string) *v1.PersistentVolumeClaim {
+	t.Helper()
+	c, err := h.kube.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func (h *harness) pv(t *testing.T, name string) *v1.PersistentVolume {
+	t.Helper()
+	pv, err := h.kube.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pv
+}
+
+// failPatches makes every PVC patch fail, to check what a sync writes before a given step.
+func (h *harness) failVerb(verb, resource string) {
+	h.kube.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, fmt.Errorf("injected %s %s failure", verb, resource)
+	})
+}
+
+func equal(a, b []string) bool { return strings.Join(a, "|") == strings.Join(b, "|") }
+
+func hasEvent(events []string, substrs ...string) bool {
+	for _, e := range events {
+		ok := true
+		for _, s := range substrs {
+			ok = ok && strings.Contains(e, s)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,40 @@
+// Package provision turns PersistentVolumeClaims into CSI volumes and PersistentVolumes, and deletes them again.
+// It holds the per-object logic; internal/controller feeds it from informers and work queues.
+package provision
+
+// Names shared with upstream external-provisioner (reference/sidecars.md §2, §5); they must not change.
+const (
+	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
+	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"
+	annSelectedNode           = "volume.kubernetes.io/selected-node"
+	annProvisionedBy          = "pv.kubernetes.io/provisioned-by"
+	annDeletionSecretName     = "volume.kubernetes.io/provisioner-deletion-secret-name"
+	annDeletionSecretNS       = "volume.kubernetes.io/provisioner-deletion-secret-namespace"
+	annModifySecretName       = "volume.kubernetes.io/controller-modify-secret-name"
+	annModifySecretNS         = "volume.kubernetes.io/controller-modify-secret-namespace"
+	annAllowVolumeModeChange  = "snapshot.storage.kubernetes.io/allow-volume-mode-change"
+
+	// VolumeFinalizer keeps a provisioned PV until its volume is deleted.
+	VolumeFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
+	// CloneFinalizer keeps a clone's source PVC while a clone of it is being provisioned.
+	CloneFinalizer = "provisioner.storage.kubernetes.io/cloning-protection"
+	// SnapshotSourceFinalizer keeps a VolumeSnapshot while a volume is being restored from it.
+	SnapshotSourceFinalizer = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
+
+	provisionerIdentityKey = "storage.kubernetes.io/csiProvisionerIdentity"
+)
+
+// Stowage's own persisted state. IntentKey is both a PVC finalizer and a PVC annotation, written in one patch
+// before the first CreateVolume; the annotation holds the CSI volume name. While it is there, a volume may exist
+// in the driver that no PV records yet, so the PVC cannot go away before the provisioner has either created the
+// PV or deleted that volume (upstream keeps this in memory and leaks on restart, external-provisioner#486).
+const IntentKey = "provisioner.stowage-csi.io/volume-being-created"
+
+// Event reasons, as upstream emits them.
+const (
+	ReasonProvisioning          = "Provisioning"
+	ReasonProvisioningSucceeded = "ProvisioningSucceeded"
+	ReasonProvisioningFailed    = "ProvisioningFailed"
+	ReasonExternalProvisioning  = "ExternalProvisioning"
+	ReasonVolumeFailedDelete    = "VolumeFailedDelete"
+)

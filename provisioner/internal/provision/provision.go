@@ -1,0 +1,315 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+)
+
+// IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or carrying a
+// provisioning intent of ours (which must be finished even if the annotation went away).
+func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
+	if hasIntent(claim) {
+		return true
+	}
+	a := claim.Annotations[annStorageProvisioner]
+	if a == "" {
+		a = claim.Annotations[annBetaStorageProvisioner]
+	}
+	return a == p.cfg.DriverName
+}
+
+// SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
+// volume left behind. It is level-triggered: the claim's persisted intent says where a previous run (this process
+// or one that crashed) stopped.
+func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+	if claim == nil || !p.IsOurs(claim) {
+		return nil
+	}
+	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
+	ctx = klog.NewContext(ctx, logger)
+	volName := p.volumeName(claim.UID)
+
+	if claim.Spec.VolumeName != "" {
+		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding.
+		return p.finishIntent(ctx, claim, nil)
+	}
+	if claim.DeletionTimestamp != nil {
+		if !hasIntent(claim) {
+			return nil
+		}
+		return p.abandon(ctx, claim, volName)
+	}
+	if _, err := p.Volumes.Get(volName); err == nil {
+		// The PV is there; the binder will bind it. Only the intent may be left to release.
+		return p.finishIntent(ctx, claim, nil)
+	}
+
+	className := ""
+	if claim.Spec.StorageClassName != nil {
+		className = *claim.Spec.StorageClassName
+	}
+	class, err := p.Classes.Get(className)
+	if err != nil {
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, fmt.Sprintf("storageclass.storage.k8s.io %q: %v", className, err))
+		return fmt.Errorf("get StorageClass %q: %w", className, err)
+	}
+	if class.Provisioner != p.cfg.DriverName {
+		return nil
+	}
+	src := sourceOf(claim)
+	if src.populator != "" {
+		p.event(claim, v1.EventTypeNormal, ReasonExternalProvisioning,
+			fmt.Sprintf("Assuming an external populator will provision the volume from %s", src.populator))
+		return nil
+	}
+	if src.otherNS != "" {
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "dataSourceRef: a data source in another namespace is not supported")
+		return slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
+	}
+	selectedNode := claim.Annotations[annSelectedNode]
+	if class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer && selectedNode == "" {
+		// The scheduler picks the node first.
+		return nil
+	}
+	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
+		return nil
+	}
+	return p.provision(ctx, claim, class, volName, selectedNode)
+}
+
+// provision runs the create path: plan, persist intent, protect the source, CreateVolume, create the PV, release.
+func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, volName, selectedNode string) (err error) {
+	start := time.Now()
+	src := sourceOf(claim)
+	defer func() { p.Metrics.Provisioned(class.Name, string(src.kind), start, err) }()
+
+	plan, err := p.planCreate(ctx, claim, class, volName, selectedNode)
+	if err != nil {
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
+		return err
+	}
+	if !hasIntent(claim) {
+		if claim, err = p.recordIntent(ctx, claim, volName); err != nil {
+			return err
+		}
+	}
+	if err := p.protectSource(ctx, claim, plan); err != nil {
+		return err
+	}
+	p.event(claim, v1.EventTypeNormal, ReasonProvisioning,
+		fmt.Sprintf("External provisioner is provisioning volume for claim %q", claim.Namespace+"/"+claim.Name))
+
+	resp, err := p.createVolume(ctx, plan.req)
+	if err != nil {
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
+		if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
+			// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
+			// made, so the intent goes in the same write.
+			ops := append(removeAnnotationOps(&claim.ObjectMeta, annSelectedNode), releaseIntentOps(claim)...)
+			if _, perr := p.patchClaim(ctx, claim, ops); perr != nil {
+				return perr
+			}
+			return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
+		}
+		if isCode(err, codes.InvalidArgument) {
+			return slow(fmt.Errorf("CreateVolume: %w", err))
+		}
+		// The intent stays: after a timeout the volume may still appear, and a final error now does not prove
+		// that an earlier timed-out call made nothing.
+		return fmt.Errorf("CreateVolume: %w", err)
+	}
+	vol := resp.GetVolume()
+	if vol == nil || vol.VolumeId == "" {
+		return fmt.Errorf("CreateVolume for %s returned no volume ID", volName)
+	}
+	if vol.CapacityBytes != 0 && vol.CapacityBytes < plan.req.CapacityRange.RequiredBytes {
+		if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
+			return fmt.Errorf("driver made volume %s smaller (%d) than requested (%d), and deleting it failed: %w", vol.VolumeId, vol.CapacityBytes, plan.req.CapacityRange.RequiredBytes, derr)
+		}
+		err := fmt.Errorf("driver made volume %s smaller (%d bytes) than requested (%d); deleted it", vol.VolumeId, vol.CapacityBytes, plan.req.CapacityRange.RequiredBytes)
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
+		return err
+	}
+
+	pv := p.buildPV(claim, class, plan, vol, volName)
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PV %s: %w", volName, err)
+		}
+		existing, gerr := p.Kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("create PV %s: %w; get it: %w", volName, err, gerr)
+		}
+		if existing.Spec.ClaimRef == nil || existing.Spec.ClaimRef.UID != claim.UID {
+			return slow(fmt.Errorf("PV %s already exists and belongs to another claim", volName))
+		}
+	}
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
+	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
+	return p.finishIntent(ctx, claim, nil)
+}
+
+// finishIntent releases the intent (with extra ops in the same patch) and the source protection.
+func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim, extra []patchOp) error {
+	if !hasIntent(claim) {
+		return nil
+	}
+	if _, err := p.patchClaim(ctx, claim, append(releaseIntentOps(claim), extra...)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	return p.releaseSource(ctx, claim)
+}
+
+// abandon undoes the job for a claim deleted while its volume was being provisioned. The volume's ID was maybe
+// never returned to us, and a CSI volume ID is not its name, so CreateVolume is called again with the same name
+// and request: it is idempotent, so it returns the volume if one exists, which is then deleted.
+func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeClaim, volName string) error {
+	logger := klog.FromContext(ctx)
+	if _, err := p.Kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); err == nil {
+		// The PV records the volume; its reclaim policy decides its fate once the binder releases it.
+		return p.finishIntent(ctx, claim, nil)
+	} else if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get PV %s: %w", volName, err)
+	}
+	className := ""
+	if claim.Spec.StorageClassName != nil {
+		className = *claim.Spec.StorageClassName
+	}
+	class, err := p.Classes.Get(className)
+	if err != nil {
+		err = fmt.Errorf("claim was deleted while volume %s was being provisioned; cannot rebuild the CreateVolume request to find and delete it: StorageClass %q: %w", volName, className, err)
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
+		return slow(err)
+	}
+	plan, err := p.planCreate(ctx, claim, class, volName, claim.Annotations[annSelectedNode])
+	if err != nil {
+		err = fmt.Errorf("claim was deleted while volume %s was being provisioned; cannot rebuild the CreateVolume request to find and delete it: %w", volName, err)
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
+		return err
+	}
+	resp, err := p.createVolume(ctx, plan.req)
+	switch {
+	case err != nil && maybeInProgress(err):
+		return fmt.Errorf("clean-up CreateVolume for deleted claim: %w", err)
+	case err != nil:
+		// A final error for the same request: no volume of that name exists.
+		logger.V(2).Info("Deleted claim left no volume", "volume", volName, "err", err)
+	default:
+		id := resp.GetVolume().GetVolumeId()
+		if id == "" {
+			return fmt.Errorf("clean-up CreateVolume for %s returned no volume ID", volName)
+		}
+		if err := p.deleteVolume(ctx, id, plan.req.Secrets); err != nil {
+			p.event(claim, v1.EventTypeWarning, ReasonVolumeFailedDelete, fmt.Sprintf("deleting volume %s of deleted claim: %v", id, err))
+			return err
+		}
+		logger.Info("Deleted the volume of a claim deleted during provisioning", "volume", volName, "volumeID", id)
+	}
+	return p.finishIntent(ctx, claim, nil)
+}
+
+// createVolume calls CreateVolume under --timeout.
+func (p *Provisioner) createVolume(ctx context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	return p.CSI.CreateVolume(ctx, req)
+}
+
+// deleteVolume calls DeleteVolume under --timeout; NotFound means the work is done.
+func (p *Provisioner) deleteVolume(ctx context.Context, id string, secrets map[string]string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	_, err := p.CSI.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id, Secrets: secrets})
+	if err != nil && !isCode(err, codes.NotFound) {
+		return fmt.Errorf("DeleteVolume %s: %w", id, err)
+	}
+	return nil
+}
+
+// buildPV is the PV for a created volume, laid out as upstream lays it out.
+func (p *Provisioner) buildPV(claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, plan *createPlan, vol *csi.Volume, volName string) *v1.PersistentVolume {
+	size := plan.req.CapacityRange.RequiredBytes
+	if vol.CapacityBytes > 0 {
+		size = vol.CapacityBytes
+	}
+	attrs := map[string]string{provisionerIdentityKey: p.cfg.Identity}
+	for k, v := range vol.VolumeContext {
+		attrs[k] = v
+	}
+	reclaim := v1.PersistentVolumeReclaimDelete
+	if class.ReclaimPolicy != nil {
+		reclaim = *class.ReclaimPolicy
+	}
+	mode := modeOf(claim.Spec.VolumeMode)
+	src := &v1.CSIPersistentVolumeSource{
+		Driver:           p.cfg.DriverName,
+		VolumeHandle:     vol.VolumeId,
+		VolumeAttributes: attrs,
+		ReadOnly:         p.cfg.ControllerPublishReadOnly && len(claim.Spec.AccessModes) == 1 && claim.Spec.AccessModes[0] == v1.ReadOnlyMany,
+	}
+	if !plan.block {
+		src.FSType = plan.fsType
+	}
+	ref := func(kind secretKind) *v1.SecretReference {
+		if r := plan.secrets[kind]; r != nil {
+			return &v1.SecretReference{Name: r.name, Namespace: r.namespace}
+		}
+		return nil
+	}
+	src.ControllerPublishSecretRef = ref(secretControllerPublish)
+	src.NodeStageSecretRef = ref(secretNodeStage)
+	src.NodePublishSecretRef = ref(secretNodePublish)
+	src.ControllerExpandSecretRef = ref(secretControllerExpand)
+	src.NodeExpandSecretRef = ref(secretNodeExpand)
+
+	ann := map[string]string{annProvisionedBy: p.cfg.DriverName}
+	if r := plan.secrets[secretProvisioner]; r != nil {
+		ann[annDeletionSecretName], ann[annDeletionSecretNS] = r.name, r.namespace
+	}
+	if r := plan.secrets[secretControllerModify]; r != nil {
+		ann[annModifySecretName], ann[annModifySecretNS] = r.name, r.namespace
+	}
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: volName, Annotations: ann, Finalizers: []string{VolumeFinalizer}},
+		Spec: v1.PersistentVolumeSpec{
+			AccessModes:                   claim.Spec.AccessModes,
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)},
+			PersistentVolumeReclaimPolicy: reclaim,
+			StorageClassName:              class.Name,
+			MountOptions:                  class.MountOptions,
+			VolumeMode:                    &mode,
+			NodeAffinity:                  nodeAffinity(vol.AccessibleTopology),
+			PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: src},
+			ClaimRef: &v1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: claim.Namespace, Name: claim.Name, UID: claim.UID, ResourceVersion: claim.ResourceVersion,
+			},
+		},
+	}
+	if plan.attrClass != "" {
+		pv.Spec.VolumeAttributesClassName = &plan.attrClass
+	}
+	return pv
+}
+
+// event records an Event on obj; the recorder is asynchronous, so this never blocks the worker.
+func (p *Provisioner) event(obj runtime.Object, typ, reason, msg string) {
+	if p.Recorder != nil {
+		p.Recorder.Event(obj, typ, reason, msg)
+	}
+}

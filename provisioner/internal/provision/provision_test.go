@@ -1,0 +1,421 @@
+package provision
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+)
+
+const uid = "6c3a0e3e-1111-4e2b-9a61-0d6a7f5e0001"
+
+var volName = "pvc-" + uid
+
+func withIntent(c *v1.PersistentVolumeClaim) {
+	c.Finalizers = append(c.Finalizers, IntentKey)
+	c.Annotations[IntentKey] = "pvc-" + string(c.UID)
+}
+
+func deleting(c *v1.PersistentVolumeClaim) {
+	now := metav1.Now()
+	c.DeletionTimestamp = &now
+}
+
+func TestSyncClaim(t *testing.T) {
+	class := testutil.Class("fast", map[string]string{
+		"type": "gp3", fsTypeKey: "xfs",
+		"csi.storage.k8s.io/node-stage-secret-name":      "stage-${pvc.name}",
+		"csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}",
+	})
+	tests := []struct {
+		name    string
+		claim   *v1.PersistentVolumeClaim
+		class   *storagev1.StorageClass
+		objs    []runtime.Object
+		setup   func(*harness)
+		wantAct []string
+		// wantCreates/wantDeletes count CSI calls; wantVolumes is what the driver holds after.
+		wantCreates, wantDeletes, wantVolumes int
+		wantIntent                            bool
+		wantErr, wantSlow                     bool
+		wantEvent                             []string
+	}{
+		{
+			name:  "immediate claim: intent, PV, release; nothing else written",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi"),
+			wantAct: []string{
+				"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims",
+			},
+			wantCreates: 1, wantVolumes: 1,
+			wantEvent: []string{"Provisioning", "ProvisioningSucceeded"},
+		},
+		{
+			name:    "unknown csi.storage.k8s.io key: Event names it, no write, no CSI call, slow retry",
+			claim:   testutil.Claim("ns", "data", uid, "bad", "1Gi"),
+			class:   testutil.Class("bad", map[string]string{"csi.storage.k8s.io/fstyp": "ext4"}),
+			wantErr: true, wantSlow: true,
+			wantEvent: []string{"ProvisioningFailed", "csi.storage.k8s.io/fstyp"},
+		},
+		{
+			name:    "secret name without namespace: Event names the missing key",
+			claim:   testutil.Claim("ns", "data", uid, "bad", "1Gi"),
+			class:   testutil.Class("bad", map[string]string{"csi.storage.k8s.io/provisioner-secret-name": "s"}),
+			wantErr: true, wantSlow: true,
+			wantEvent: []string{"ProvisioningFailed", "csi.storage.k8s.io/provisioner-secret-namespace"},
+		},
+		{
+			name:        "InvalidArgument from the driver: slow retry, intent kept (no write per retry)",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
+			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
+			wantAct:     []string{"patch persistentvolumeclaims"},
+			wantCreates: 1, wantIntent: true, wantErr: true, wantSlow: true,
+			wantEvent: []string{"ProvisioningFailed", "InvalidArgument"},
+		},
+		{
+			name:        "timeout: intent kept, no PV, normal backoff",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
+			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.DeadlineExceeded) },
+			wantAct:     []string{"patch persistentvolumeclaims"},
+			wantCreates: 1, wantIntent: true, wantErr: true,
+		},
+		{
+			name:        "retry after timeout with intent already recorded: no second intent write",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
+			wantAct:     []string{"create persistentvolumes", "patch persistentvolumeclaims"},
+			wantCreates: 1, wantVolumes: 1,
+		},
+		{
+			name:  "deleted during provisioning, volume exists: re-create by name to learn its ID, delete it, release",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			setup: func(h *harness) { h.csi.Put(volName) },
+			wantAct: []string{
+				"get persistentvolumes", "patch persistentvolumeclaims",
+			},
+			wantCreates: 1, wantDeletes: 1, wantVolumes: 0,
+		},
+		{
+			name:        "deleted during provisioning, driver says final error: no volume to delete, release",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
+			wantAct:     []string{"get persistentvolumes", "patch persistentvolumeclaims"},
+			wantCreates: 1,
+		},
+		{
+			name:        "deleted during provisioning, driver still busy: keep the intent and retry",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.Aborted) },
+			wantAct:     []string{"get persistentvolumes"},
+			wantCreates: 1, wantIntent: true, wantErr: true,
+		},
+		{
+			name:    "deleted after the PV was made: only release, the PV's reclaim policy handles the volume",
+			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
+			wantAct: []string{"get persistentvolumes", "patch persistentvolumeclaims"},
+		},
+		{
+			name:  "deleted without intent: nothing",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", deleting),
+		},
+		{
+			name:  "claim for another driver: nothing",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Annotations[annStorageProvisioner] = "other" }),
+		},
+		{
+			name: "beta annotation is honoured",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+				delete(c.Annotations, annStorageProvisioner)
+				c.Annotations[annBetaStorageProvisioner] = testutil.Driver
+			}),
+			wantAct:     []string{"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims"},
+			wantCreates: 1, wantVolumes: 1,
+		},
+		{
+			name:  "WaitForFirstConsumer without a selected node: wait",
+			claim: testutil.Claim("ns", "data", uid, "late", "1Gi"),
+			class: testutil.Class("late", nil, testutil.WaitForFirstConsumer),
+		},
+		{
+			name: "populator data source: Event, no CSI call",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+				g := "example.com"
+				c.Spec.DataSourceRef = &v1.TypedObjectReference{APIGroup: &g, Kind: "Backup", Name: "b"}
+			}),
+			wantEvent: []string{"ExternalProvisioning", "Backup.example.com"},
+		},
+		{
+			name:    "PV already exists: release a leftover intent only",
+			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
+			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
+			wantAct: []string{"patch persistentvolumeclaims"},
+		},
+		{
+			name:        "PV create fails after CreateVolume: intent stays so the volume is never lost",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
+			setup:       func(h *harness) { h.failVerb("create", "persistentvolumes") },
+			wantAct:     []string{"patch persistentvolumeclaims", "create persistentvolumes"},
+			wantCreates: 1, wantVolumes: 1, wantIntent: true, wantErr: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.class
+			if c == nil {
+				c = class
+			}
+			objs := append([]runtime.Object{tc.claim, c}, tc.objs...)
+			h := newHarness(t, defaultConfig(), objs...)
+			if tc.setup != nil {
+				tc.setup(h)
+			}
+			err := h.p.SyncClaim(context.Background(), tc.claim.DeepCopy())
+			if (err != nil) != tc.wantErr || IsSlow(err) != tc.wantSlow {
+				t.Fatalf("err = %v (slow %v), want err %v slow %v", err, IsSlow(err), tc.wantErr, tc.wantSlow)
+			}
+			if got := h.actions(); !equal(got, tc.wantAct) {
+				t.Errorf("API actions = %q, want %q", got, tc.wantAct)
+			}
+			if len(h.csi.Creates) != tc.wantCreates || len(h.csi.Deletes) != tc.wantDeletes || h.csi.Count() != tc.wantVolumes {
+				t.Errorf("CSI creates %d deletes %d volumes %d, want %d %d %d",
+					len(h.csi.Creates), len(h.csi.Deletes), h.csi.Count(), tc.wantCreates, tc.wantDeletes, tc.wantVolumes)
+			}
+			got := h.claim(t, "ns", "data")
+			if hasIntent(got) != tc.wantIntent || (got.Annotations[IntentKey] != "") != tc.wantIntent {
+				t.Errorf("intent finalizer %v annotation %q, want intent %v", got.Finalizers, got.Annotations[IntentKey], tc.wantIntent)
+			}
+			if !slices.Contains(got.Finalizers, "kubernetes.io/pvc-protection") {
+				t.Errorf("other finalizers lost: %v", got.Finalizers)
+			}
+			ev := h.events()
+			for _, want := range tc.wantEvent {
+				if !hasEvent(ev, want) {
+					t.Errorf("events %q lack %q", ev, want)
+				}
+			}
+			if tc.wantEvent == nil && tc.wantAct == nil && len(ev) > 0 {
+				t.Errorf("unexpected events %q", ev)
+			}
+		})
+	}
+}
+
+func TestProvisionedPVAndRequest(t *testing.T) {
+	retain := v1.PersistentVolumeReclaimRetain
+	class := testutil.Class("fast", map[string]string{
+		"type": "gp3", fsTypeKey: "xfs",
+		"csi.storage.k8s.io/provisioner-secret-name":            "prov-${pvc.annotations['team']}",
+		"csi.storage.k8s.io/provisioner-secret-namespace":       "${pvc.namespace}",
+		"csi.storage.k8s.io/node-stage-secret-name":             "stage-${pvc.name}",
+		"csi.storage.k8s.io/node-stage-secret-namespace":        "${pvc.namespace}",
+		"csi.storage.k8s.io/controller-modify-secret-name":      "mod",
+		"csi.storage.k8s.io/controller-modify-secret-namespace": "kube-system",
+	}, func(c *storagev1.StorageClass) {
+		c.ReclaimPolicy = &retain
+		c.MountOptions = []string{"noatime"}
+	})
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Annotations["team"] = "blue"
+		c.Spec.Resources.Limits = v1.ResourceList{v1.ResourceStorage: c.Spec.Resources.Requests[v1.ResourceStorage]}
+	})
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "prov-blue"}, Data: map[string][]byte{"key": []byte("v")}}
+	cfg := defaultConfig()
+	cfg.ExtraCreateMetadata = true
+	cfg.Capabilities.Topology = true
+	node, csiNode := testutil.Node("n1", map[string]string{"zone": "a"}, "zone")
+	h := newHarness(t, cfg, claim, class, secret, node, csiNode)
+	h.csi.CreatedTopology = []*csi.Topology{{Segments: map[string]string{"zone": "a"}}}
+	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	req := h.csi.Creates[0]
+	if req.Name != volName || req.CapacityRange.RequiredBytes != 1<<30 || req.CapacityRange.LimitBytes != 1<<30 {
+		t.Errorf("name %q capacity %v", req.Name, req.CapacityRange)
+	}
+	wantParams := map[string]string{"type": "gp3", metaPVCName: "data", metaPVCNamespace: "ns", metaPVName: volName}
+	if len(req.Parameters) != len(wantParams) {
+		t.Errorf("parameters %v, want %v (every csi.storage.k8s.io key stripped, metadata added)", req.Parameters, wantParams)
+	}
+	for k, v := range wantParams {
+		if req.Parameters[k] != v {
+			t.Errorf("parameter %s = %q, want %q", k, req.Parameters[k], v)
+		}
+	}
+	if req.Secrets["key"] != "v" {
+		t.Errorf("provisioner secret not passed: %v", req.Secrets)
+	}
+	m := req.VolumeCapabilities[0].GetMount()
+	if m.GetFsType() != "xfs" || !slices.Equal(m.GetMountFlags(), []string{"noatime"}) {
+		t.Errorf("mount capability %v", m)
+	}
+	if len(req.AccessibilityRequirements.GetRequisite()) != 1 {
+		t.Errorf("immediate topology requisite %v", req.AccessibilityRequirements)
+	}
+
+	pv := h.pv(t, volName)
+	if !slices.Equal(pv.Finalizers, []string{VolumeFinalizer}) || pv.Annotations[annProvisionedBy] != testutil.Driver {
+		t.Errorf("PV finalizers %v annotations %v", pv.Finalizers, pv.Annotations)
+	}
+	if pv.Annotations[annDeletionSecretName] != "prov-blue" || pv.Annotations[annDeletionSecretNS] != "ns" {
+		t.Errorf("deletion secret annotations %v", pv.Annotations)
+	}
+	if pv.Annotations[annModifySecretName] != "mod" || pv.Annotations[annModifySecretNS] != "kube-system" {
+		t.Errorf("modify secret annotations %v", pv.Annotations)
+	}
+	src := pv.Spec.CSI
+	if src.VolumeHandle != "vol-0001" || src.FSType != "xfs" || src.VolumeAttributes[provisionerIdentityKey] != "id-1" || src.VolumeAttributes["fake/name"] != volName {
+		t.Errorf("CSI source %+v", src)
+	}
+	if src.NodeStageSecretRef == nil || src.NodeStageSecretRef.Name != "stage-data" || src.NodeStageSecretRef.Namespace != "ns" {
+		t.Errorf("node stage secret ref %v", src.NodeStageSecretRef)
+	}
+	if pv.Spec.PersistentVolumeReclaimPolicy != retain || pv.Spec.StorageClassName != "fast" || !slices.Equal(pv.Spec.MountOptions, []string{"noatime"}) {
+		t.Errorf("PV spec %+v", pv.Spec)
+	}
+	if r := pv.Spec.ClaimRef; r == nil || r.UID != claim.UID || r.Name != "data" || r.Namespace != "ns" {
+		t.Errorf("claimRef %v", r)
+	}
+	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
+	if len(terms) != 1 || terms[0].MatchExpressions[0].Key != "zone" || terms[0].MatchExpressions[0].Values[0] != "a" {
+		t.Errorf("node affinity %v", terms)
+	}
+}
+
+func TestWaitForFirstConsumerUsesSelectedNodeTopology(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Capabilities.Topology = true
+	class := testutil.Class("late", nil, testutil.WaitForFirstConsumer)
+	claim := testutil.Claim("ns", "data", uid, "late", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Annotations[annSelectedNode] = "n2" })
+	n1, cn1 := testutil.Node("n1", map[string]string{"zone": "a", "rack": "1"}, "zone")
+	n2, cn2 := testutil.Node("n2", map[string]string{"zone": "b"}, "zone")
+	n3, cn3 := testutil.Node("n3", map[string]string{"zone": "c"}, "zone")
+	for _, strict := range []bool{false, true} {
+		cfg.StrictTopology = strict
+		h := newHarness(t, cfg, claim, class, n1, cn1, n2, cn2, n3, cn3)
+		if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		tr := h.csi.Creates[0].AccessibilityRequirements
+		if tr.Preferred[0].Segments["zone"] != "b" {
+			t.Errorf("strict=%v: preferred %v does not start with the selected node's zone", strict, tr.Preferred)
+		}
+		wantReq := 3
+		if strict {
+			wantReq = 1
+		}
+		if len(tr.Requisite) != wantReq || len(tr.Preferred) != wantReq {
+			t.Errorf("strict=%v: requisite %v preferred %v, want %d each", strict, tr.Requisite, tr.Preferred, wantReq)
+		}
+	}
+}
+
+func TestResourceExhaustedReschedulesInOneWrite(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Capabilities.Topology = true
+	class := testutil.Class("late", nil, testutil.WaitForFirstConsumer)
+	claim := testutil.Claim("ns", "data", uid, "late", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Annotations[annSelectedNode] = "n1" })
+	n1, cn1 := testutil.Node("n1", map[string]string{"zone": "a"}, "zone")
+	h := newHarness(t, cfg, claim, class, n1, cn1)
+	h.csi.CreateErr = testutil.Code(codes.ResourceExhausted)
+	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err == nil {
+		t.Fatal("no error")
+	}
+	if got, want := h.actions(), []string{"patch persistentvolumeclaims", "patch persistentvolumeclaims"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q (intent, then one reschedule patch)", got, want)
+	}
+	got := h.claim(t, "ns", "data")
+	if _, ok := got.Annotations[annSelectedNode]; ok || hasIntent(got) {
+		t.Errorf("selected node or intent left: %v %v", got.Annotations, got.Finalizers)
+	}
+}
+
+func TestCloneProtectsAndReleasesSource(t *testing.T) {
+	class := testutil.Class("fast", nil)
+	src := testutil.Claim("ns", "src", "src-uid", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Spec.VolumeName = "pv-src"
+		c.Status.Phase = v1.ClaimBound
+	})
+	srcPV := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:               v1.ResourceList{v1.ResourceStorage: src.Spec.Resources.Requests[v1.ResourceStorage]},
+			ClaimRef:               &v1.ObjectReference{UID: src.UID},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver, VolumeHandle: "vol-src"}},
+		},
+	}
+	clone := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+	})
+	h := newHarness(t, defaultConfig(), class, src, srcPV, clone)
+	if err := h.p.SyncClaim(context.Background(), clone.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if cs := h.csi.Creates[0].VolumeContentSource.GetVolume(); cs.GetVolumeId() != "vol-src" {
+		t.Errorf("content source %v", cs)
+	}
+	want := []string{
+		"patch persistentvolumeclaims", // intent on the clone
+		"patch persistentvolumeclaims", // cloning-protection on the source
+		"create persistentvolumes",
+		"patch persistentvolumeclaims", // release intent
+	}
+	if got := h.actions(); !equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
+	if got := h.claim(t, "ns", "src"); !slices.Contains(got.Finalizers, CloneFinalizer) {
+		t.Errorf("source finalizers %v lack %s", got.Finalizers, CloneFinalizer)
+	}
+	// Once the cache sees the clone bound, the protection goes.
+	h.cache(t, h.claim(t, "ns", "src"))
+	bound := h.claim(t, "ns", "data")
+	bound.Spec.VolumeName = volName
+	if err := h.indexer["pvc"].Update(bound); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.indexer["pvc"].Update(h.claim(t, "ns", "src")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.p.SyncCloneSource(context.Background(), "ns", "src"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.claim(t, "ns", "src"); slices.Contains(got.Finalizers, CloneFinalizer) {
+		t.Errorf("cloning protection not released: %v", got.Finalizers)
+	}
+}
+
+func TestCloneRejectsSmallerOrOtherMode(t *testing.T) {
+	block := v1.PersistentVolumeBlock
+	class := testutil.Class("fast", nil)
+	src := testutil.Claim("ns", "src", "src-uid", "fast", "2Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Spec.VolumeName = "pv-src"
+		c.Status.Phase = v1.ClaimBound
+	})
+	srcPV := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:               v1.ResourceList{v1.ResourceStorage: src.Spec.Resources.Requests[v1.ResourceStorage]},
+			ClaimRef:               &v1.ObjectReference{UID: src.UID},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver, VolumeHandle: "vol-src"}},
+		},
+	}
+	for name, mod := range map[string]func(*v1.PersistentVolumeClaim){
+		"smaller":    func(c *v1.PersistentVolumeClaim) {},
+		"block mode": func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block; c.Spec.Resources = src.Spec.Resources },
+	} {
+		clone := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+			c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+		}, mod)
+		h := newHarness(t, defaultConfig(), class, src, srcPV, clone)
+		err := h.p.SyncClaim(context.Background(), clone.DeepCopy())
+		if !IsSlow(err) || len(h.actions()) != 0 || len(h.csi.Creates) != 0 {
+			t.Errorf("%s: err %v actions %q creates %d; want a slow error and nothing done", name, err, h.actions(), len(h.csi.Creates))
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package provision
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/metrics"
+)
+
+// CSIController is the part of the CSI controller service the provisioner calls; csi.ControllerClient has it.
+type CSIController interface {
+	CreateVolume(ctx context.Context, in *csi.CreateVolumeRequest, opts ...grpc.CallOption) (*csi.CreateVolumeResponse, error)
+	DeleteVolume(ctx context.Context, in *csi.DeleteVolumeRequest, opts ...grpc.CallOption) (*csi.DeleteVolumeResponse, error)
+}
+
+// Capabilities are the driver's controller capabilities that change what the provisioner does, probed once at
+// start-up.
+type Capabilities struct {
+	Topology              bool // PluginCapability VOLUME_ACCESSIBILITY_CONSTRAINTS
+	Clone                 bool // CLONE_VOLUME
+	Snapshot              bool // CREATE_DELETE_SNAPSHOT (restore needs it)
+	SingleNodeMultiWriter bool // SINGLE_NODE_MULTI_WRITER: ReadWriteOncePod maps to SINGLE_NODE_SINGLE_WRITER
+	ModifyVolume          bool // MODIFY_VOLUME: VolumeAttributesClass parameters go to CreateVolume
+}
+
+// Config is what the flags decide.
+type Config struct {
+	DriverName string
+	// Identity goes into every PV's volume attributes (storage.kubernetes.io/csiProvisionerIdentity).
+	Identity                    string
+	VolumeNamePrefix            string
+	VolumeNameUUIDLength        int // <0: keep the whole UID
+	Timeout                     time.Duration
+	StrictTopology              bool
+	ImmediateTopology           bool
+	ExtraCreateMetadata         bool
+	DefaultFSType               string
+	ControllerPublishReadOnly   bool
+	PreventVolumeModeConversion bool
+	// NodeName, when set (--node-deployment), restricts the provisioner to claims selected for that node.
+	NodeName     string
+	Capabilities Capabilities
+}
+
+// Deps are the clients and caches the provisioner reads and writes through.
+type Deps struct {
+	Kube      kubernetes.Interface
+	Snapshots snapclient.Interface // nil: restoring from VolumeSnapshots fails with an Event
+	CSI       CSIController
+	Claims    corelisters.PersistentVolumeClaimLister
+	Volumes   corelisters.PersistentVolumeLister
+	Classes   storagelisters.StorageClassLister
+	CSINodes  storagelisters.CSINodeLister
+	Nodes     corelisters.NodeLister
+	// Attachments guards deletion: no DeleteVolume while a VolumeAttachment names the PV.
+	Attachments storagelisters.VolumeAttachmentLister
+	// AttrClasses is nil when the cluster has no VolumeAttributesClass v1 API.
+	AttrClasses storagelisters.VolumeAttributesClassLister
+	Recorder    record.EventRecorder
+	Metrics     *metrics.Metrics
+}
+
+// Provisioner provisions and deletes the volumes of one CSI driver. Its Sync methods are safe for concurrent use
+// on different objects; the caller's work queues never hand one object to two workers at once.
+type Provisioner struct {
+	cfg Config
+	Deps
+	csiNodes storagelisters.CSINodeLister
+	nodes    corelisters.NodeLister
+
+	// deleted remembers PVs whose volume DeleteVolume already removed, so the informer events caused by our own
+	// PV writes never lead to a second DeleteVolume (upstream #1235). Entries go when the PV does (Forget).
+	mu      sync.Mutex
+	deleted map[types.UID]deleteStage
+}
+
+// New returns a Provisioner.
+func New(cfg Config, deps Deps) *Provisioner {
+	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[types.UID]deleteStage{}}
+}
+
+// Forget drops what the provisioner remembers about a PV that is gone from the API.
+func (p *Provisioner) Forget(uid types.UID) {
+	p.mu.Lock()
+	delete(p.deleted, uid)
+	p.mu.Unlock()
+}
+
+// GetSecret implements secretGetter with a direct GET: secrets are read only when a call needs one.
+func (p *Provisioner) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
+	return p.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// volumeName is the CSI volume name and PV name for a claim: <prefix>-<uid>, with the UID's dashes removed and
+// cut to --volume-name-uuid-length when that is set, as upstream does.
+func (p *Provisioner) volumeName(uid types.UID) string {
+	id := string(uid)
+	if p.cfg.VolumeNameUUIDLength >= 0 {
+		id = stripDashes(id)
+		if len(id) > p.cfg.VolumeNameUUIDLength {
+			id = id[:p.cfg.VolumeNameUUIDLength]
+		}
+	}
+	return p.cfg.VolumeNamePrefix + "-" + id
+}
+
+func stripDashes(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '-' {
+			out = append(out, s[i])
+		}
+	}
+	return string(out)
+}

@@ -1,0 +1,110 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// planSnapshot checks the VolumeSnapshot (ready, not being deleted, bound to a content of this driver, not larger
+// than the new volume, same volume mode unless the content allows a change) and sets it as the content source.
+// Snapshots are read with direct GETs: restores are rare and a cluster-wide snapshot cache is not worth its memory.
+func (p *Provisioner) planSnapshot(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, size int64) error {
+	if p.Snapshots == nil {
+		return slow(fmt.Errorf("dataSource: restoring from a VolumeSnapshot needs the snapshot.storage.k8s.io API, which this provisioner has no client for"))
+	}
+	vs, err := p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Get(ctx, plan.sourceName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", claim.Namespace, plan.sourceName, err)
+	}
+	if vs.DeletionTimestamp != nil {
+		// Restoring from a snapshot that is going away is how upstream leaked (external-provisioner#1449).
+		return fmt.Errorf("dataSource: VolumeSnapshot %s/%s is being deleted", vs.Namespace, vs.Name)
+	}
+	if vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse || vs.Status.BoundVolumeSnapshotContentName == nil {
+		return fmt.Errorf("dataSource: VolumeSnapshot %s/%s is not ready to use", vs.Namespace, vs.Name)
+	}
+	vsc, err := p.Snapshots.SnapshotV1().VolumeSnapshotContents().Get(ctx, *vs.Status.BoundVolumeSnapshotContentName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("dataSource: get VolumeSnapshotContent %s: %w", *vs.Status.BoundVolumeSnapshotContentName, err)
+	}
+	if ref := vsc.Spec.VolumeSnapshotRef; ref.Name != vs.Name || ref.Namespace != vs.Namespace || (ref.UID != "" && ref.UID != vs.UID) {
+		return fmt.Errorf("dataSource: VolumeSnapshotContent %s is bound to %s/%s, not to VolumeSnapshot %s/%s", vsc.Name, ref.Namespace, ref.Name, vs.Namespace, vs.Name)
+	}
+	if vsc.Spec.Driver != p.cfg.DriverName {
+		return slow(fmt.Errorf("dataSource: VolumeSnapshot %s/%s was taken by driver %s, not %s", vs.Namespace, vs.Name, vsc.Spec.Driver, p.cfg.DriverName))
+	}
+	if vsc.Status == nil || vsc.Status.SnapshotHandle == nil || *vsc.Status.SnapshotHandle == "" {
+		return fmt.Errorf("dataSource: VolumeSnapshotContent %s has no snapshot handle yet", vsc.Name)
+	}
+	if rs := vs.Status.RestoreSize; rs != nil && size < rs.Value() {
+		return slow(fmt.Errorf("dataSource: requested size %d is smaller than VolumeSnapshot %s/%s restore size %d", size, vs.Namespace, vs.Name, rs.Value()))
+	}
+	if p.cfg.PreventVolumeModeConversion && vsc.Spec.SourceVolumeMode != nil &&
+		*vsc.Spec.SourceVolumeMode != modeOf(claim.Spec.VolumeMode) && vsc.Annotations[annAllowVolumeModeChange] != "true" {
+		return slow(fmt.Errorf("dataSource: VolumeSnapshot %s/%s has volume mode %s, the claim asks for %s, and VolumeSnapshotContent %s lacks annotation %s=true",
+			vs.Namespace, vs.Name, *vsc.Spec.SourceVolumeMode, modeOf(claim.Spec.VolumeMode), vsc.Name, annAllowVolumeModeChange))
+	}
+	plan.req.VolumeContentSource = &csi.VolumeContentSource{Type: &csi.VolumeContentSource_Snapshot{
+		Snapshot: &csi.VolumeContentSource_SnapshotSource{SnapshotId: *vsc.Status.SnapshotHandle},
+	}}
+	return nil
+}
+
+// protectSnapshot adds the as-source protection finalizer to the VolumeSnapshot.
+func (p *Provisioner) protectSnapshot(ctx context.Context, namespace, name string) error {
+	vs, err := p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", namespace, name, err)
+	}
+	if slices.Contains(vs.Finalizers, SnapshotSourceFinalizer) {
+		return nil
+	}
+	return p.patchSnapshot(ctx, vs, addFinalizerOps(&vs.ObjectMeta, SnapshotSourceFinalizer))
+}
+
+// releaseSnapshot removes the as-source protection once no other claim is being restored from the snapshot.
+// Doing it when the claim finishes, instead of in a periodic sweep, is what keeps the finalizer from being
+// orphaned (external-provisioner#1507).
+func (p *Provisioner) releaseSnapshot(ctx context.Context, claim *v1.PersistentVolumeClaim, name string) error {
+	if p.Snapshots == nil {
+		return nil
+	}
+	n, err := p.pendingUsers(claim.Namespace, sourceSnapshot, name, claim)
+	if err != nil || n > 0 {
+		return err
+	}
+	vs, err := p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
+	}
+	err = p.patchSnapshot(ctx, vs, removeFinalizerOps(&vs.ObjectMeta, SnapshotSourceFinalizer))
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func (p *Provisioner) patchSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot, ops []patchOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	body, err := marshalPatch(ops)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Snapshots.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
+	return nil
+}

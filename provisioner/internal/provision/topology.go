@@ -1,0 +1,246 @@
+package provision
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// segment is one topology segment: key -> value, taken from Node labels for the keys the driver registered on
+// that node's CSINode.
+type segment map[string]string
+
+// id is a canonical spelling of s, for de-duplication and stable order.
+func (s segment) id() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(s[k])
+		b.WriteByte(',')
+	}
+	return b.String()
+}
+
+// topologyKeys returns the keys the driver registered on a CSINode; ok is false when it is not registered there.
+func (p *Provisioner) topologyKeys(n *storagev1.CSINode) ([]string, bool) {
+	for _, d := range n.Spec.Drivers {
+		if d.Name == p.cfg.DriverName {
+			return d.TopologyKeys, true
+		}
+	}
+	return nil, false
+}
+
+// nodeSegment is the segment of one node for keys; an error names the missing label.
+func nodeSegment(node *v1.Node, keys []string) (segment, error) {
+	s := segment{}
+	for _, k := range keys {
+		v, ok := node.Labels[k]
+		if !ok {
+			return nil, fmt.Errorf("node %s has no label %q, a topology key of its CSINode", node.Name, k)
+		}
+		s[k] = v
+	}
+	return s, nil
+}
+
+// accessibility computes CreateVolume's accessibility_requirements with upstream's rules: a selected node's segment
+// comes first in preferred (and is the only one with --strict-topology); requisite is the StorageClass's
+// allowedTopologies, or else every segment of the nodes that run the driver with the same keys.
+// Immediate binding without --immediate-topology leaves topology to the driver unless allowedTopologies is set.
+func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode string, claimName string) (*csi.TopologyRequirement, error) {
+	if !p.cfg.Capabilities.Topology {
+		return nil, nil
+	}
+	allowed := flattenAllowed(class.AllowedTopologies)
+
+	if selectedNode != "" {
+		csiNode, err := p.csiNodes.Get(selectedNode)
+		if err != nil {
+			return nil, fmt.Errorf("get CSINode %s of the selected node: %w", selectedNode, err)
+		}
+		keys, ok := p.topologyKeys(csiNode)
+		if !ok {
+			return nil, fmt.Errorf("driver %s is not registered on the selected node %s", p.cfg.DriverName, selectedNode)
+		}
+		node, err := p.nodes.Get(selectedNode)
+		if err != nil {
+			return nil, fmt.Errorf("get selected node %s: %w", selectedNode, err)
+		}
+		selected, err := nodeSegment(node, keys)
+		if err != nil {
+			return nil, err
+		}
+		if p.cfg.StrictTopology {
+			t := []*csi.Topology{{Segments: selected}}
+			return &csi.TopologyRequirement{Requisite: t, Preferred: t}, nil
+		}
+		requisite := allowed
+		if len(requisite) == 0 {
+			if requisite, err = p.driverSegments(keys); err != nil {
+				return nil, err
+			}
+		}
+		return requirement(requisite, selected, 0), nil
+	}
+
+	if !p.cfg.ImmediateTopology && len(allowed) == 0 {
+		return nil, nil
+	}
+	requisite := allowed
+	if len(requisite) == 0 {
+		var err error
+		if requisite, err = p.driverSegments(nil); err != nil {
+			return nil, err
+		}
+	}
+	if len(requisite) == 0 {
+		return nil, fmt.Errorf("no node runs driver %s with topology keys, so there is no topology to provision in", p.cfg.DriverName)
+	}
+	// Spread immediate volumes over the segments: each claim starts its preference list at a different place.
+	h := fnv.New32a()
+	h.Write([]byte(claimName))
+	return requirement(requisite, nil, int(h.Sum32()%uint32(len(requisite)))), nil
+}
+
+// requirement sorts requisite and builds preferred from it, starting at first (if given) or at index offset.
+func requirement(requisite []segment, first segment, offset int) *csi.TopologyRequirement {
+	sort.Slice(requisite, func(i, j int) bool { return requisite[i].id() < requisite[j].id() })
+	if first != nil {
+		offset = -1
+		for i, s := range requisite {
+			if s.id() == first.id() {
+				offset = i
+			}
+		}
+		if offset < 0 {
+			requisite = append([]segment{first}, requisite...)
+			offset = 0
+		}
+	}
+	out := &csi.TopologyRequirement{}
+	for _, s := range requisite {
+		out.Requisite = append(out.Requisite, &csi.Topology{Segments: s})
+	}
+	for i := range requisite {
+		out.Preferred = append(out.Preferred, &csi.Topology{Segments: requisite[(offset+i)%len(requisite)]})
+	}
+	return out
+}
+
+// driverSegments collects the distinct segments of every node whose CSINode registers the driver with exactly
+// keys (with nil keys: the keys of the first such CSINode by name). Nodes missing a label are skipped.
+func (p *Provisioner) driverSegments(keys []string) ([]segment, error) {
+	csiNodes, err := p.csiNodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list CSINodes: %w", err)
+	}
+	sort.Slice(csiNodes, func(i, j int) bool { return csiNodes[i].Name < csiNodes[j].Name })
+	want := ""
+	if keys != nil {
+		want = keySet(keys)
+	}
+	seen := map[string]bool{}
+	var out []segment
+	for _, cn := range csiNodes {
+		k, ok := p.topologyKeys(cn)
+		if !ok || len(k) == 0 {
+			continue
+		}
+		if want == "" {
+			want = keySet(k)
+		}
+		if keySet(k) != want {
+			continue
+		}
+		node, err := p.nodes.Get(cn.Name)
+		if err != nil {
+			continue
+		}
+		s, err := nodeSegment(node, k)
+		if err != nil {
+			continue
+		}
+		if !seen[s.id()] {
+			seen[s.id()] = true
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func keySet(keys []string) string {
+	c := append([]string(nil), keys...)
+	sort.Strings(c)
+	return strings.Join(c, ",")
+}
+
+// flattenAllowed expands allowedTopologies into segments: a term with several values per key stands for every
+// combination of them.
+func flattenAllowed(terms []v1.TopologySelectorTerm) []segment {
+	var out []segment
+	seen := map[string]bool{}
+	for _, term := range terms {
+		combos := []segment{{}}
+		for _, e := range term.MatchLabelExpressions {
+			var next []segment
+			for _, c := range combos {
+				for _, v := range e.Values {
+					n := segment{}
+					for k, x := range c {
+						n[k] = x
+					}
+					n[e.Key] = v
+					next = append(next, n)
+				}
+			}
+			combos = next
+		}
+		for _, c := range combos {
+			if len(c) > 0 && !seen[c.id()] {
+				seen[c.id()] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// nodeAffinity turns the volume's accessible topology into PV node affinity: one term per segment, so a node
+// matching any segment may use the volume.
+func nodeAffinity(topologies []*csi.Topology) *v1.VolumeNodeAffinity {
+	var terms []v1.NodeSelectorTerm
+	for _, t := range topologies {
+		if len(t.GetSegments()) == 0 {
+			continue
+		}
+		keys := make([]string, 0, len(t.Segments))
+		for k := range t.Segments {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var term v1.NodeSelectorTerm
+		for _, k := range keys {
+			term.MatchExpressions = append(term.MatchExpressions, v1.NodeSelectorRequirement{
+				Key: k, Operator: v1.NodeSelectorOpIn, Values: []string{t.Segments[k]},
+			})
+		}
+		terms = append(terms, term)
+	}
+	if len(terms) == 0 {
+		return nil
+	}
+	return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: terms}}
+}
