@@ -1,0 +1,116 @@
+// Package csiattach holds the CSI controller calls the attacher makes: ControllerPublishVolume,
+// ControllerUnpublishVolume and a paged ListVolumes, each bounded by the --timeout flag.
+package csiattach
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/kubernetes-csi/csi-lib-utils/connection"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Client makes the attacher's CSI calls over one gRPC connection.
+type Client struct {
+	controller csi.ControllerClient
+	timeout    time.Duration
+	maxEntries int32
+}
+
+// New returns a Client. timeout bounds every single call (one ListVolumes page, not the whole listing);
+// maxEntries is the ListVolumes page size, 0 letting the driver choose.
+func New(controller csi.ControllerClient, timeout time.Duration, maxEntries int32) *Client {
+	return &Client{controller: controller, timeout: timeout, maxEntries: maxEntries}
+}
+
+// WithMigrated marks the calls made with ctx as serving a migrated in-tree volume, so the
+// csi_sidecar_operations_seconds histogram carries migrated="true" as upstream's does.
+func WithMigrated(ctx context.Context, migrated bool) context.Context {
+	if !migrated {
+		return ctx
+	}
+	return context.WithValue(ctx, connection.AdditionalInfoKey, connection.AdditionalInfo{Migrated: "true"})
+}
+
+// Publish calls ControllerPublishVolume and returns the publish context.
+func (c *Client) Publish(ctx context.Context, req *csi.ControllerPublishVolumeRequest) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rsp, err := c.controller.ControllerPublishVolume(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return rsp.GetPublishContext(), nil
+}
+
+// Unpublish calls ControllerUnpublishVolume.
+func (c *Client) Unpublish(ctx context.Context, req *csi.ControllerUnpublishVolumeRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err := c.controller.ControllerUnpublishVolume(ctx, req)
+	return err
+}
+
+// ListPublished pages through ListVolumes and returns, per volume ID, the node IDs the driver reports the
+// volume published to. Each page has its own timeout, so a large listing does not hit DeadlineExceeded
+// as a whole (upstream bounds the whole listing by one --timeout).
+func (c *Client) ListPublished(ctx context.Context) (map[string][]string, error) {
+	published := map[string][]string{}
+	token := ""
+	for {
+		page, err := c.listPage(ctx, token)
+		if err != nil {
+			return nil, err
+		}
+		for _, entry := range page.GetEntries() {
+			id := entry.GetVolume().GetVolumeId()
+			if id == "" {
+				continue
+			}
+			published[id] = append(published[id], entry.GetStatus().GetPublishedNodeIds()...)
+		}
+		token = page.GetNextToken()
+		if token == "" {
+			return published, nil
+		}
+	}
+}
+
+func (c *Client) listPage(ctx context.Context, token string) (*csi.ListVolumesResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	return c.controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: c.maxEntries, StartingToken: token})
+}
+
+// IsFinal reports whether err means the operation surely did not happen and is not still running in the
+// driver. Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted and non-gRPC errors mean the
+// call may still be in progress, so its outcome is unknown.
+func IsFinal(err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return false
+	}
+	return true
+}
+
+// Code returns the gRPC code of err, and false for errors that carry none.
+func Code(err error) (codes.Code, bool) {
+	st, ok := status.FromError(err)
+	if !ok || err == nil {
+		return codes.Unknown, false
+	}
+	return st.Code(), true
+}

@@ -1,0 +1,46 @@
+package handler
+
+import (
+	"context"
+
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+)
+
+// recordError writes cause to status.<field> (attachError or detachError) with its gRPC code. A retry
+// that fails the same way as the last one writes nothing: the status already says so, and upstream's
+// write per failed try is pure API load. A failure to write is logged; the caller's error still drives
+// the backoff.
+func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *storagev1.VolumeAttachment, field string, current *storagev1.VolumeError, cause error) {
+	logger := klog.FromContext(ctx).WithValues("volumeattachment", va.Name)
+	logger.Error(cause, "Operation failed", "field", field, "final", csiattach.IsFinal(cause))
+	volErr := &storagev1.VolumeError{Time: metav1.NewTime(cfg.now()), Message: cause.Error()}
+	if code, ok := csiattach.Code(cause); ok {
+		c := int32(code)
+		volErr.ErrorCode = &c
+	}
+	if current != nil && current.Message == volErr.Message && equalCode(current.ErrorCode, volErr.ErrorCode) {
+		return
+	}
+	patch, err := errorStatusPatch(field, volErr)
+	if err != nil {
+		logger.Error(err, "Encoding status patch")
+		return
+	}
+	if _, err := cfg.Client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		logger.Error(err, "Writing status", "field", field)
+		return
+	}
+	tracker.wrote(va.UID, va.ResourceVersion)
+}
+
+func equalCode(a, b *int32) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
