@@ -1,0 +1,153 @@
+package ec2sim
+
+import (
+	"encoding/base64"
+	"sort"
+	"strings"
+)
+
+// matchFilters applies EC2 filter semantics: every filter must match (AND), any of a filter's values may
+// match (OR), and values may use the wildcards * and ?. values returns the resource's values for a filter
+// name, and false for a name the resource does not support.
+func matchFilters(filters []filter, values func(name string) ([]string, bool)) (bool, *apiError) {
+	for _, f := range filters {
+		have, ok := values(f.Name)
+		if !ok {
+			return false, errInvalidValue("The filter '%s' is invalid", f.Name)
+		}
+		if !anyMatch(f.Values, have) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func anyMatch(patterns, have []string) bool {
+	for _, p := range patterns {
+		for _, h := range have {
+			if wildcardMatch(p, h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// wildcardMatch matches s against p where * is any run and ? any one character (iterative, no recursion, so
+// adversarial patterns stay linear-ish).
+func wildcardMatch(p, s string) bool {
+	pi, si := 0, 0
+	star, mark := -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
+			pi++
+			si++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			pi = star + 1
+			mark++
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
+}
+
+// tagFilterValues answers the tag filters every taggable resource supports.
+func tagFilterValues(tags []tag, name string) ([]string, bool) {
+	switch {
+	case strings.HasPrefix(name, "tag:"):
+		if v, ok := findTag(tags, strings.TrimPrefix(name, "tag:")); ok {
+			return []string{v}, true
+		}
+		return nil, true
+	case name == "tag-key":
+		out := make([]string, len(tags))
+		for i, t := range tags {
+			out[i] = t.Key
+		}
+		return out, true
+	case name == "tag-value":
+		out := make([]string, len(tags))
+		for i, t := range tags {
+			out[i] = t.Value
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// paging reads MaxResults and NextToken. max is 0 when the caller asked for everything.
+type paging struct {
+	max   int
+	after string
+}
+
+func readPaging(f *form, lo, hi int, idsGiven bool) (paging, *apiError) {
+	var p paging
+	n, set, aerr := f.integer("MaxResults")
+	if aerr != nil {
+		return p, aerr
+	}
+	if set {
+		if idsGiven {
+			return p, errCombination("The parameter maxResults cannot be used with a list of IDs.")
+		}
+		if n < int64(lo) || n > int64(hi) {
+			return p, errInvalidValue("Value ( %d ) for parameter maxResults is invalid. Parameter must be between %d and %d.", n, lo, hi)
+		}
+		p.max = int(n)
+	}
+	if tok := f.str("NextToken"); tok != "" {
+		b, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil || len(b) == 0 {
+			return p, errInvalidValue("Invalid value '%s' for nextToken.", tok)
+		}
+		p.after = string(b)
+	}
+	return p, nil
+}
+
+// pageOf returns the page of ids (sorted here) after p.after, and the token for the next page. The token is
+// the last ID served, so pages stay consistent while resources come and go.
+func pageOf(ids []string, p paging) ([]string, string) {
+	sort.Strings(ids)
+	start := 0
+	if p.after != "" {
+		start = sort.SearchStrings(ids, p.after)
+		if start < len(ids) && ids[start] == p.after {
+			start++
+		}
+	}
+	ids = ids[start:]
+	if p.max == 0 || len(ids) <= p.max {
+		return ids, ""
+	}
+	ids = ids[:p.max]
+	return ids, base64.RawURLEncoding.EncodeToString([]byte(ids[len(ids)-1]))
+}
+
+// checkIDs refuses malformed IDs the way EC2 does, before looking anything up.
+func checkIDs(ids []string, prefix, code string) *apiError {
+	for _, id := range ids {
+		rest, ok := strings.CutPrefix(id, prefix+"-")
+		if !ok || rest == "" || strings.Trim(rest, "0123456789abcdef") != "" {
+			return newError(400, code, "Invalid id: \"%s\" (expecting \"%s-...\")", id, prefix)
+		}
+	}
+	return nil
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

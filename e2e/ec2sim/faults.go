@@ -1,0 +1,182 @@
+package ec2sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Faults is an injectable fault profile. Rates are probabilities in [0, 1] per matching request.
+type Faults struct {
+	// Actions limits the request faults to these actions; empty means every action.
+	Actions []string `json:"actions,omitempty"`
+	// ThrottleRate answers 503 RequestLimitExceeded (the SDK retries it).
+	ThrottleRate float64 `json:"throttleRate,omitempty"`
+	// InternalErrorRate answers 500 InternalError.
+	InternalErrorRate float64 `json:"internalErrorRate,omitempty"`
+	// DropRate closes the connection without an answer.
+	DropRate float64 `json:"dropRate,omitempty"`
+	// Latency is added before each matching request is served (JSON: nanoseconds).
+	Latency time.Duration `json:"latency,omitempty"`
+	// Budget, when positive, stops the throttle, internal-error and drop faults after that many of them.
+	Budget int `json:"budget,omitempty"`
+	// StuckAttach leaves new attachments in `attaching` until they are detached.
+	StuckAttach bool `json:"stuckAttach,omitempty"`
+}
+
+func (f Faults) validate() error {
+	for name, r := range map[string]float64{"throttleRate": f.ThrottleRate, "internalErrorRate": f.InternalErrorRate, "dropRate": f.DropRate} {
+		if r < 0 || r > 1 {
+			return fmt.Errorf("%s %v is not in [0, 1]", name, r)
+		}
+	}
+	if f.Latency < 0 {
+		return fmt.Errorf("latency %v is negative", f.Latency)
+	}
+	if f.Budget < 0 {
+		return fmt.Errorf("budget %d is negative", f.Budget)
+	}
+	return nil
+}
+
+type faultKind int
+
+const (
+	faultNone faultKind = iota
+	faultThrottle
+	faultInternal
+	faultDrop
+)
+
+type faultInjector struct {
+	mu     sync.Mutex
+	f      Faults
+	budget int
+}
+
+func newFaultInjector(f Faults) *faultInjector {
+	return &faultInjector{f: f, budget: f.Budget}
+}
+
+func (fi *faultInjector) set(f Faults) {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	fi.f = f
+	fi.budget = f.Budget
+}
+
+func (fi *faultInjector) get() Faults {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	f := fi.f
+	f.Actions = append([]string(nil), fi.f.Actions...)
+	f.Budget = fi.budget
+	return f
+}
+
+func (fi *faultInjector) stuckAttach() bool {
+	fi.mu.Lock()
+	defer fi.mu.Unlock()
+	return fi.f.StuckAttach
+}
+
+// apply sleeps the added latency and picks the fault for this request, if any.
+func (fi *faultInjector) apply(ctx context.Context, action string) faultKind {
+	fi.mu.Lock()
+	f := fi.f
+	match := len(f.Actions) == 0
+	for _, a := range f.Actions {
+		if a == action {
+			match = true
+		}
+	}
+	if !match {
+		fi.mu.Unlock()
+		return faultNone
+	}
+	kind := faultNone
+	exhausted := f.Budget > 0 && fi.budget <= 0
+	if !exhausted {
+		switch {
+		case f.DropRate > 0 && rand.Float64() < f.DropRate:
+			kind = faultDrop
+		case f.ThrottleRate > 0 && rand.Float64() < f.ThrottleRate:
+			kind = faultThrottle
+		case f.InternalErrorRate > 0 && rand.Float64() < f.InternalErrorRate:
+			kind = faultInternal
+		}
+		if kind != faultNone && f.Budget > 0 {
+			fi.budget--
+		}
+	}
+	fi.mu.Unlock()
+	if f.Latency > 0 {
+		t := time.NewTimer(f.Latency)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
+	return kind
+}
+
+// Limits are EC2's API request rate limits: a token bucket per action class. Zero rates mean unlimited.
+// (EC2's defaults are about 5/s refill and 50 burst for mutating calls, 20/s and 100 for describes.)
+type Limits struct {
+	MutatingRate  float64 `json:"mutatingRate,omitempty"`
+	MutatingBurst int     `json:"mutatingBurst,omitempty"`
+	DescribeRate  float64 `json:"describeRate,omitempty"`
+	DescribeBurst int     `json:"describeBurst,omitempty"`
+}
+
+type limiter struct {
+	mutating, describe *bucket
+}
+
+func newLimiter(l Limits) *limiter {
+	return &limiter{mutating: newBucket(l.MutatingRate, l.MutatingBurst), describe: newBucket(l.DescribeRate, l.DescribeBurst)}
+}
+
+func (l *limiter) allow(mutating bool) bool {
+	if mutating {
+		return l.mutating.take()
+	}
+	return l.describe.take()
+}
+
+type bucket struct {
+	mu     sync.Mutex
+	rate   float64
+	burst  float64
+	tokens float64
+	last   time.Time
+}
+
+func newBucket(rate float64, burst int) *bucket {
+	if rate <= 0 {
+		return nil
+	}
+	if burst < 1 {
+		burst = 1
+	}
+	return &bucket{rate: rate, burst: float64(burst), tokens: float64(burst), last: time.Now()}
+}
+
+func (b *bucket) take() bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

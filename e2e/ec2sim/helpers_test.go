@@ -1,0 +1,167 @@
+package ec2sim
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	"k8s.io/klog/v2/ktesting"
+)
+
+const (
+	testInstance  = "i-0123456789abcdef0"
+	testInstance2 = "i-0fedcba9876543210"
+	testZone      = "us-east-1a"
+)
+
+// startServer runs an emulator at a fast time scale for the test, closed (and its devices released) at the end.
+func startServer(t *testing.T, mod func(*Config)) *Server {
+	t.Helper()
+	cfg := Config{
+		DataDir:   t.TempDir(),
+		TimeScale: 0.01,
+		Instances: []Instance{
+			{ID: testInstance, Zone: testZone, Type: "m5.large"},
+			{ID: testInstance2, Zone: "us-east-1b", Type: "m5.large"},
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return startConfig(t, cfg)
+}
+
+func startConfig(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	logger, ctx := ktesting.NewTestContext(t)
+	cfg.Logger = logger
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+type clientOpts struct {
+	attempts     int
+	accessKey    string
+	secretKey    string
+	fastBackoffs bool
+}
+
+// newClient is the real aws-sdk-go-v2 EC2 client pointed at the emulator, with quick retries.
+func newClient(t *testing.T, s *Server, opts ...func(*clientOpts)) *ec2.Client {
+	t.Helper()
+	o := clientOpts{attempts: 3, accessKey: "AKIDEXAMPLE", secretKey: "secret"}
+	for _, f := range opts {
+		f(&o)
+	}
+	return ec2.New(ec2.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(s.URL()),
+		Credentials:  credentials.NewStaticCredentialsProvider(o.accessKey, o.secretKey, ""),
+		Retryer: retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = o.attempts
+			so.RateLimiter = ratelimit.None
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 5 * time.Millisecond, nil })
+		}),
+	})
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// apiCode returns the EC2 error code and message of err, failing the test when err is not an API error.
+func apiCode(t *testing.T, err error) (string, string) {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("want an EC2 API error, got %v", err)
+	}
+	return ae.ErrorCode(), ae.ErrorMessage()
+}
+
+func wantCode(t *testing.T, err error, code string) string {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want error %s, got success", code)
+	}
+	got, msg := apiCode(t, err)
+	if got != code {
+		t.Fatalf("want error %s, got %s: %s", code, got, msg)
+	}
+	return msg
+}
+
+// waitFor polls until cond is true.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func describeVolume(t *testing.T, c *ec2.Client, id string) types.Volume {
+	t.Helper()
+	out, err := c.DescribeVolumes(ctxT(t), &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+	if err != nil {
+		t.Fatalf("DescribeVolumes %s: %v", id, err)
+	}
+	if len(out.Volumes) != 1 {
+		t.Fatalf("DescribeVolumes %s: %d volumes", id, len(out.Volumes))
+	}
+	return out.Volumes[0]
+}
+
+func waitVolumeState(t *testing.T, c *ec2.Client, id string, state types.VolumeState) types.Volume {
+	t.Helper()
+	var v types.Volume
+	waitFor(t, id+" "+string(state), func() bool {
+		v = describeVolume(t, c, id)
+		return v.State == state
+	})
+	return v
+}
+
+func createVolume(t *testing.T, c *ec2.Client, in *ec2.CreateVolumeInput) string {
+	t.Helper()
+	if in.AvailabilityZone == nil && in.AvailabilityZoneId == nil {
+		in.AvailabilityZone = aws.String(testZone)
+	}
+	out, err := c.CreateVolume(ctxT(t), in)
+	if err != nil {
+		t.Fatalf("CreateVolume: %v", err)
+	}
+	waitVolumeState(t, c, *out.VolumeId, types.VolumeStateAvailable)
+	return *out.VolumeId
+}
+
+func attachmentState(t *testing.T, c *ec2.Client, volID, instID string) types.VolumeAttachmentState {
+	t.Helper()
+	for _, a := range describeVolume(t, c, volID).Attachments {
+		if aws.ToString(a.InstanceId) == instID {
+			return a.State
+		}
+	}
+	return types.VolumeAttachmentStateDetached
+}

@@ -1,0 +1,235 @@
+//go:build linux
+
+package ec2sim
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
+)
+
+// LinkName is the by-id name Nitro instances give an EBS volume's NVMe device.
+func LinkName(volumeID string) string {
+	return "nvme-Amazon_Elastic_Block_Store_" + strings.ReplaceAll(volumeID, "-", "")
+}
+
+// loopDev is one volume's loop device; several local instances of a multi-attach volume share it.
+type loopDev struct {
+	dev       string
+	link      string
+	instances map[string]bool
+}
+
+// loopManager owns the loop devices and by-id links of volumes attached to local instances. Its methods are
+// called with the server's lock held.
+type loopManager struct {
+	log     klog.Logger
+	linkDir string
+	volDir  string
+	devs    map[string]*loopDev
+}
+
+func newLoopManager(log klog.Logger, linkDir, volDir string) *loopManager {
+	return &loopManager{log: log, linkDir: linkDir, volDir: volDir, devs: map[string]*loopDev{}}
+}
+
+// ensure makes sure the volume has a loop device and link for the instance.
+func (m *loopManager) ensure(volID, instID, file string) error {
+	if d, ok := m.devs[volID]; ok {
+		d.instances[instID] = true
+		return nil
+	}
+	dev, err := attachLoop(file)
+	if err != nil {
+		return err
+	}
+	d := &loopDev{dev: dev, link: filepath.Join(m.linkDir, LinkName(volID)), instances: map[string]bool{instID: true}}
+	if err := os.MkdirAll(m.linkDir, 0o755); err != nil {
+		_ = detachLoop(dev)
+		return err
+	}
+	_ = os.Remove(d.link)
+	if err := os.Symlink(dev, d.link); err != nil {
+		_ = detachLoop(dev)
+		return fmt.Errorf("link %s: %w", d.link, err)
+	}
+	m.devs[volID] = d
+	m.log.V(2).Info("Attached loop device", "volume", volID, "device", dev, "link", d.link)
+	return nil
+}
+
+// release drops the instance's use of the volume's device, taking device and link down with the last one.
+func (m *loopManager) release(volID, instID string) error {
+	d, ok := m.devs[volID]
+	if !ok {
+		return nil
+	}
+	delete(d.instances, instID)
+	if len(d.instances) > 0 {
+		return nil
+	}
+	return m.teardown(volID, d)
+}
+
+func (m *loopManager) teardown(volID string, d *loopDev) error {
+	if target, err := os.Readlink(d.link); err == nil && target == d.dev {
+		_ = os.Remove(d.link)
+	}
+	if err := detachLoop(d.dev); err != nil {
+		return err
+	}
+	delete(m.devs, volID)
+	m.log.V(2).Info("Detached loop device", "volume", volID, "device", d.dev)
+	return nil
+}
+
+// grow tells the volume's loop device, if any, that its file grew.
+func (m *loopManager) grow(volID string) error {
+	d, ok := m.devs[volID]
+	if !ok {
+		return nil
+	}
+	fd, err := unix.Open(d.dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", d.dev, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.LOOP_SET_CAPACITY, 0); err != nil {
+		return fmt.Errorf("LOOP_SET_CAPACITY %s: %w", d.dev, err)
+	}
+	return nil
+}
+
+// device returns the loop device and link of a volume, if it has them.
+func (m *loopManager) device(volID string) (dev, link string) {
+	if d, ok := m.devs[volID]; ok {
+		return d.dev, d.link
+	}
+	return "", ""
+}
+
+func (m *loopManager) releaseAll() error {
+	var errs []error
+	for volID, d := range m.devs {
+		if err := m.teardown(volID, d); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// releaseStale detaches loop devices backed by this data dir's volume files that no live server owns: what a
+// killed predecessor left behind. Links in the link dir pointing at them go too.
+func (m *loopManager) releaseStale() {
+	entries, err := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(e)
+		if err != nil {
+			continue
+		}
+		backing := strings.TrimSuffix(strings.TrimSpace(string(b)), " (deleted)")
+		if filepath.Dir(backing) != m.volDir {
+			continue
+		}
+		dev := "/dev/" + filepath.Base(filepath.Dir(filepath.Dir(e)))
+		links, _ := os.ReadDir(m.linkDir)
+		for _, l := range links {
+			p := filepath.Join(m.linkDir, l.Name())
+			if t, err := os.Readlink(p); err == nil && t == dev {
+				_ = os.Remove(p)
+			}
+		}
+		if err := detachLoop(dev); err != nil {
+			m.log.Error(err, "Detaching stale loop device", "device", dev, "file", backing)
+		} else {
+			m.log.Info("Detached stale loop device", "device", dev, "file", backing)
+		}
+	}
+}
+
+// attachLoop binds a free loop device to file and returns its path.
+func attachLoop(file string) (string, error) {
+	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("open /dev/loop-control: %w", err)
+	}
+	defer unix.Close(ctl)
+	back, err := unix.Open(file, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("open %s: %w", file, err)
+	}
+	defer unix.Close(back)
+	// Another process may grab the free device between GET_FREE and CONFIGURE; then try the next one.
+	for attempt := 0; attempt < 20; attempt++ {
+		n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
+		if err != nil {
+			return "", fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
+		}
+		dev := "/dev/loop" + strconv.Itoa(n)
+		if _, err := os.Stat(dev); errors.Is(err, fs.ErrNotExist) {
+			// Containers often have no device nodes for new loop devices.
+			if err := unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n)))); err != nil && !errors.Is(err, fs.ErrExist) {
+				return "", fmt.Errorf("mknod %s: %w", dev, err)
+			}
+		}
+		fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return "", fmt.Errorf("open %s: %w", dev, err)
+		}
+		err = configureLoop(fd, back, file)
+		unix.Close(fd)
+		if errors.Is(err, unix.EBUSY) {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("configure %s for %s: %w", dev, file, err)
+		}
+		return dev, nil
+	}
+	return "", fmt.Errorf("no free loop device for %s", file)
+}
+
+func configureLoop(fd, back int, file string) error {
+	var info unix.LoopInfo64
+	copy(info.File_name[:len(info.File_name)-1], file)
+	cfg := unix.LoopConfig{Fd: uint32(back), Info: info}
+	err := unix.IoctlLoopConfigure(fd, &cfg)
+	if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOTTY) {
+		return err
+	}
+	// Kernels before 5.8 have no LOOP_CONFIGURE.
+	if err := unix.IoctlSetInt(fd, unix.LOOP_SET_FD, back); err != nil {
+		return err
+	}
+	if err := unix.IoctlLoopSetStatus64(fd, &info); err != nil {
+		_ = unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
+		return err
+	}
+	return nil
+}
+
+// detachLoop unbinds a loop device. A device still open elsewhere (mounted) is detached by the kernel when
+// its last user goes away.
+func detachLoop(dev string) error {
+	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dev, err)
+	}
+	defer unix.Close(fd)
+	if err := unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0); err != nil && !errors.Is(err, unix.ENXIO) {
+		return fmt.Errorf("LOOP_CLR_FD %s: %w", dev, err)
+	}
+	return nil
+}

@@ -1,0 +1,336 @@
+// Package ec2sim is an EC2 emulator for the EBS parts of the EC2 Query API, spoken exactly as aws-sdk-go-v2
+// sends and parses it. Volumes are sparse files, attachments to an instance on this machine are loop devices
+// with the NVMe by-id link Nitro instances expose, and every instance has its own IMDSv2 endpoint.
+package ec2sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Config configures an emulator.
+type Config struct {
+	Listen        string // "127.0.0.1:0" when empty
+	DataDir       string // state + volume files; required
+	Region        string // default "us-east-1"
+	Zones         []string
+	Instances     []Instance
+	DeviceLinkDir string  // default DataDir/dev/disk/by-id
+	TimeScale     float64 // 1.0 = EC2's real delays (the default); 0.01 for fast tests
+	Faults        Faults
+	Credentials   *Credentials // if set, verify SigV4 signatures against them
+	Logger        klog.Logger
+	// Limits are token buckets per action class; zero rates mean unlimited.
+	Limits Limits
+	// ModifyCooldown refuses a new ModifyVolume until this long after the previous one started (EC2: 6 h).
+	// Zero disables it. It is not scaled by TimeScale.
+	ModifyCooldown time.Duration
+	// AccountID is the owner of every resource; default "123456789012".
+	AccountID string
+}
+
+// Instance is a simulated EC2 instance.
+type Instance struct {
+	ID, Zone, Type string
+	// Local marks the instance as this machine: attaching a volume to it creates a loop device.
+	Local bool
+}
+
+// Credentials are the static AWS credentials requests must be signed with.
+type Credentials struct {
+	AccessKeyID, SecretAccessKey string
+}
+
+// Server is a running emulator.
+type Server struct {
+	cfg     Config
+	log     klog.Logger
+	dataDir string
+
+	mu        sync.Mutex
+	st        *state
+	instances map[string]Instance
+	zones     []string
+	loops     *loopManager
+
+	faults  *faultInjector
+	limits  *limiter
+	metrics *metrics
+
+	ln      net.Listener
+	httpSrv *http.Server
+	imds    map[string]*imdsServer
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start loads the state in cfg.DataDir (re-creating loop devices for volumes attached to local instances) and
+// serves the EC2 API and each instance's IMDS until ctx ends or Close is called.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("ec2sim: DataDir is required")
+	}
+	if cfg.TimeScale < 0 {
+		return nil, fmt.Errorf("ec2sim: TimeScale %v is negative", cfg.TimeScale)
+	}
+	if cfg.TimeScale == 0 {
+		cfg.TimeScale = 1
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	if len(cfg.Zones) == 0 {
+		cfg.Zones = []string{cfg.Region + "a", cfg.Region + "b", cfg.Region + "c"}
+	}
+	if cfg.AccountID == "" {
+		cfg.AccountID = "123456789012"
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("ec2sim: data dir: %w", err)
+	}
+	if cfg.DeviceLinkDir == "" {
+		cfg.DeviceLinkDir = filepath.Join(dataDir, "dev", "disk", "by-id")
+	}
+	log := cfg.Logger
+	if log.GetSink() == nil {
+		log = klog.FromContext(ctx)
+	}
+	log = log.WithName("ec2sim")
+
+	s := &Server{
+		cfg:       cfg,
+		log:       log,
+		dataDir:   dataDir,
+		instances: map[string]Instance{},
+		zones:     cfg.Zones,
+		faults:    newFaultInjector(cfg.Faults),
+		limits:    newLimiter(cfg.Limits),
+		metrics:   newMetrics(),
+		imds:      map[string]*imdsServer{},
+		stop:      make(chan struct{}),
+	}
+	for _, in := range cfg.Instances {
+		if !strings.HasPrefix(in.ID, "i-") {
+			return nil, fmt.Errorf("ec2sim: instance ID %q must start with i-", in.ID)
+		}
+		if !s.validZone(in.Zone) {
+			return nil, fmt.Errorf("ec2sim: instance %s: zone %q is not one of %v", in.ID, in.Zone, cfg.Zones)
+		}
+		if in.Type == "" {
+			in.Type = "m5.large"
+		}
+		if _, ok := instanceTypes[in.Type]; !ok {
+			return nil, fmt.Errorf("ec2sim: instance %s: unknown instance type %q", in.ID, in.Type)
+		}
+		s.instances[in.ID] = in
+	}
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "volumes"), filepath.Join(dataDir, "snapshots")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("ec2sim: %w", err)
+		}
+	}
+	st, err := loadState(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("ec2sim: %w", err)
+	}
+	s.st = st
+	s.loops = newLoopManager(log, cfg.DeviceLinkDir, filepath.Join(dataDir, "volumes"))
+
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close()
+		}
+	}()
+	// A predecessor killed without Close leaves its loop devices behind; take them down before re-creating.
+	s.loops.releaseStale()
+	s.mu.Lock()
+	if s.settle(time.Now()) {
+		s.persist()
+	}
+	s.mu.Unlock()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("ec2sim: listen: %w", err)
+	}
+	s.ln = ln
+	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error(err, "EC2 endpoint stopped")
+		}
+	}()
+	for _, in := range s.instances {
+		im, err := startIMDS(s, in)
+		if err != nil {
+			return nil, fmt.Errorf("ec2sim: IMDS for %s: %w", in.ID, err)
+		}
+		s.imds[in.ID] = im
+	}
+	s.wg.Add(1)
+	go s.tick(ctx)
+	ok = true
+	s.log.Info("EC2 emulator started", "url", s.URL(), "dataDir", dataDir, "timeScale", cfg.TimeScale)
+	return s, nil
+}
+
+// URL is the EC2 endpoint (AWS_EC2_ENDPOINT / BaseEndpoint).
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// IMDSURL is the instance's metadata endpoint (AWS_EC2_METADATA_SERVICE_ENDPOINT), or "" for an unknown instance.
+func (s *Server) IMDSURL(instanceID string) string {
+	im, ok := s.imds[instanceID]
+	if !ok {
+		return ""
+	}
+	return im.url()
+}
+
+// SetFaults replaces the fault profile.
+func (s *Server) SetFaults(f Faults) { s.faults.set(f) }
+
+// Faults returns the fault profile in force.
+func (s *Server) Faults() Faults { return s.faults.get() }
+
+// Close stops serving and takes down every loop device and link this server made. The state on disk keeps
+// the attachments; the next Start re-creates their devices.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		var errs []error
+		if s.httpSrv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.httpSrv.Shutdown(ctx); err != nil {
+				_ = s.httpSrv.Close()
+			}
+			cancel()
+		}
+		for _, im := range s.imds {
+			im.close()
+		}
+		s.wg.Wait()
+		s.mu.Lock()
+		if s.loops != nil {
+			errs = append(errs, s.loops.releaseAll())
+		}
+		s.mu.Unlock()
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// tick drives the side effects of transitions (loop devices appearing, files growing) without waiting for a
+// request to observe them.
+func (s *Server) tick(ctx context.Context) {
+	defer s.wg.Done()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-ctx.Done():
+			go func() { _ = s.Close() }()
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.settle(time.Now()) {
+				s.persist()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// persist saves the state; failing to is logged, as the in-memory state stays authoritative.
+func (s *Server) persist() {
+	if err := s.st.save(s.dataDir); err != nil {
+		s.log.Error(err, "Persisting state")
+	}
+}
+
+// scaled turns an EC2 delay into this emulator's.
+func (s *Server) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * s.cfg.TimeScale)
+}
+
+// jitter returns a delay between lo and hi at time scale 1.
+func jitter(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(rand.Int64N(int64(hi-lo)))
+}
+
+func (s *Server) validZone(z string) bool {
+	for _, v := range s.zones {
+		if v == z {
+			return true
+		}
+	}
+	return false
+}
+
+// zoneID derives an AZ ID in EC2's style: us-east-1a -> use1-az1.
+func (s *Server) zoneID(zone string) string {
+	parts := strings.Split(s.cfg.Region, "-")
+	short := ""
+	for i, p := range parts {
+		if i == 0 || i == len(parts)-1 {
+			short += p
+		} else if p != "" {
+			short += p[:1]
+		}
+	}
+	for i, z := range s.zones {
+		if z == zone {
+			return fmt.Sprintf("%s-az%d", short, i+1)
+		}
+	}
+	return ""
+}
+
+func (s *Server) zoneByID(id string) (string, bool) {
+	for _, z := range s.zones {
+		if s.zoneID(z) == id {
+			return z, true
+		}
+	}
+	return "", false
+}
+
+func (s *Server) volumePath(id string) string {
+	return filepath.Join(s.dataDir, "volumes", id+".img")
+}
+
+func (s *Server) snapshotPath(id string) string {
+	return filepath.Join(s.dataDir, "snapshots", id+".img")
+}
+
+// readBody bounds request bodies; EC2's own limit is far below a few MiB.
+func readBody(r *http.Request) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	return string(b), err
+}

@@ -1,0 +1,120 @@
+package ec2sim
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// verifySignature checks an AWS Signature Version 4 Authorization header against the configured credentials.
+// Without configured credentials every request is accepted.
+func (s *Server) verifySignature(r *http.Request, body string) *apiError {
+	creds := s.cfg.Credentials
+	if creds == nil {
+		return nil
+	}
+	auth := r.Header.Get("Authorization")
+	if auth == "" {
+		return newError(http.StatusUnauthorized, "MissingAuthenticationToken", "Request is missing Authentication Token")
+	}
+	algo, rest, _ := strings.Cut(auth, " ")
+	if algo != "AWS4-HMAC-SHA256" {
+		return newError(http.StatusBadRequest, "IncompleteSignature", "Unsupported signature algorithm %q.", algo)
+	}
+	fields := map[string]string{}
+	for _, part := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok {
+			fields[k] = v
+		}
+	}
+	cred, signed, sig := fields["Credential"], fields["SignedHeaders"], fields["Signature"]
+	if cred == "" || signed == "" || sig == "" {
+		return newError(http.StatusBadRequest, "IncompleteSignature", "Authorization header requires Credential, SignedHeaders and Signature.")
+	}
+	scope := strings.Split(cred, "/")
+	if len(scope) != 5 || scope[4] != "aws4_request" {
+		return newError(http.StatusBadRequest, "IncompleteSignature", "Credential %q is malformed.", cred)
+	}
+	if scope[0] != creds.AccessKeyID {
+		return newError(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials")
+	}
+	amzDate := r.Header.Get("X-Amz-Date")
+	if len(amzDate) < 8 || amzDate[:8] != scope[1] {
+		return newError(http.StatusBadRequest, "IncompleteSignature", "X-Amz-Date does not match the credential scope date.")
+	}
+
+	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
+	if payloadHash == "" {
+		sum := sha256.Sum256([]byte(body))
+		payloadHash = hex.EncodeToString(sum[:])
+	}
+	names := strings.Split(signed, ";")
+	var canonHeaders strings.Builder
+	for _, name := range names {
+		var value string
+		switch name {
+		case "host":
+			value = r.Host
+		case "content-length":
+			value = strconv.FormatInt(r.ContentLength, 10)
+		default:
+			vals := r.Header.Values(name)
+			trimmed := make([]string, len(vals))
+			for i, v := range vals {
+				trimmed[i] = strings.Join(strings.Fields(v), " ")
+			}
+			value = strings.Join(trimmed, ",")
+		}
+		canonHeaders.WriteString(name + ":" + value + "\n")
+	}
+	path := r.URL.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	canonical := strings.Join([]string{r.Method, path, canonicalQuery(r.URL.Query()), canonHeaders.String(), signed, payloadHash}, "\n")
+	crHash := sha256.Sum256([]byte(canonical))
+	stringToSign := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, strings.Join(scope[1:], "/"), hex.EncodeToString(crHash[:])}, "\n")
+
+	key := hmacSHA256([]byte("AWS4"+creds.SecretAccessKey), scope[1])
+	for _, part := range scope[2:] {
+		key = hmacSHA256(key, part)
+	}
+	want := hex.EncodeToString(hmacSHA256(key, stringToSign))
+	if !hmac.Equal([]byte(want), []byte(sig)) {
+		return newError(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials")
+	}
+	return nil
+}
+
+func hmacSHA256(key []byte, data string) []byte {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte(data))
+	return h.Sum(nil)
+}
+
+func canonicalQuery(q url.Values) string {
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		vals := append([]string(nil), q[k]...)
+		sort.Strings(vals)
+		for _, v := range vals {
+			parts = append(parts, awsEscape(k)+"="+awsEscape(v))
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+func awsEscape(s string) string {
+	return strings.ReplaceAll(url.QueryEscape(s), "+", "%20")
+}

@@ -1,0 +1,490 @@
+package ec2sim
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// volumeXML renders a volume as EC2 describes it at now.
+func (s *Server) volumeXML(v *volume, now time.Time) xVolume {
+	x := xVolume{
+		VolumeID:           v.ID,
+		Size:               v.Size,
+		SnapshotID:         v.SnapshotID,
+		AvailabilityZone:   v.Zone,
+		AvailabilityZoneID: s.zoneID(v.Zone),
+		Status:             v.status(now),
+		CreateTime:         ts(v.CreateTime),
+		Tags:               xTags(v.Tags),
+		VolumeType:         v.Type,
+		Encrypted:          v.Encrypted,
+		KmsKeyID:           v.KmsKeyID,
+		MultiAttachEnabled: v.MultiAttach,
+		OutpostArn:         v.OutpostArn,
+		SourceVolumeID:     v.SourceVolumeID,
+	}
+	if reportsIops(v.Type) {
+		x.Iops = &v.Iops
+	}
+	if reportsThroughput(v.Type) {
+		x.Throughput = &v.Throughput
+	}
+	if sn, ok := s.st.Snapshots[v.SnapshotID]; ok && sn.FastRestore[v.Zone] {
+		x.FastRestored = true
+	}
+	for _, a := range v.Attachments {
+		x.Attachments = append(x.Attachments, attachmentXML(v.ID, a))
+	}
+	return x
+}
+
+func attachmentXML(volID string, a *attachment) xAttachment {
+	return xAttachment{
+		VolumeID:   volID,
+		InstanceID: a.InstanceID,
+		Device:     a.Device,
+		Status:     a.status(),
+		AttachTime: ts(a.AttachTime),
+		// EC2 keeps delete-on-termination false for volumes attached after launch.
+		DeleteOnTermination: false,
+		EbsCardIndex:        a.CardIndex,
+	}
+}
+
+// readSpec reads the fields a new volume's configuration is made of.
+func readSpec(f *form) (volumeSpec, *apiError) {
+	var sp volumeSpec
+	var aerr *apiError
+	sp.Type = f.str("VolumeType")
+	if sp.Size, _, aerr = f.integer("Size"); aerr != nil {
+		return sp, aerr
+	}
+	if sp.Iops, sp.IopsSet, aerr = f.integer("Iops"); aerr != nil {
+		return sp, aerr
+	}
+	if sp.Throughput, sp.TputSet, aerr = f.integer("Throughput"); aerr != nil {
+		return sp, aerr
+	}
+	if sp.MultiAttach, aerr = f.boolean("MultiAttachEnabled"); aerr != nil {
+		return sp, aerr
+	}
+	return sp, nil
+}
+
+// tokenParams is the canonical form of a request, compared when a ClientToken is reused.
+func tokenParams(f *form) string {
+	keys := make([]string, 0, len(f.values))
+	for k := range f.values {
+		switch k {
+		case "Action", "Version", "ClientToken", "DryRun":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + f.values[k] + "\n")
+	}
+	return b.String()
+}
+
+// checkToken implements ClientToken idempotency: the same token with the same parameters answers the
+// original resource, different parameters are a mismatch.
+func (s *Server) checkToken(f *form) (existing string, aerr *apiError) {
+	tok := f.str("ClientToken")
+	if tok == "" {
+		return "", nil
+	}
+	if len(tok) > 64 {
+		return "", errInvalidValue("Value (%s) for parameter clientToken is invalid. The client token must be at most 64 characters.", tok)
+	}
+	prev, ok := s.st.Tokens[tok]
+	if !ok {
+		return "", nil
+	}
+	if prev.Params != tokenParams(f) {
+		return "", newError(http.StatusBadRequest, "IdempotentParameterMismatch", "The client token you have provided is associated with a resource that has different parameters. Please use a different client token.")
+	}
+	if _, ok := s.st.Volumes[prev.ResourceID]; !ok {
+		return "", newError(http.StatusBadRequest, "IdempotentParameterMismatch", "The client token you have provided is associated with a resource that is already deleted. Please use a different client token.")
+	}
+	return prev.ResourceID, nil
+}
+
+func (s *Server) createVolume(r *request) (any, *apiError) {
+	f := r.form
+	sp, aerr := readSpec(f)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if sp.Type == "" {
+		sp.Type = "gp2"
+	}
+	zone, aerr := s.readZone(f)
+	if aerr != nil {
+		return nil, aerr
+	}
+	_, sizeSet, _ := f.integer("Size")
+	var src *snapshot
+	if id := f.str("SnapshotId"); id != "" {
+		if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
+			return nil, aerr
+		}
+		src = s.st.Snapshots[id]
+		if src == nil {
+			return nil, errSnapshotNotFound(id)
+		}
+		if src.status(r.now) != "completed" {
+			return nil, errIncorrectState("Snapshot is in invalid state - %s", src.status(r.now))
+		}
+		if !sizeSet {
+			sp.Size = src.VolumeSize
+		} else if sp.Size < src.VolumeSize {
+			return nil, errInvalidValue("Volume of %dGiB is smaller than snapshot '%s', expect size >= %dGiB", sp.Size, id, src.VolumeSize)
+		}
+	} else if !sizeSet {
+		return nil, errMissing("size")
+	}
+	iops, tput, aerr := sp.resolve()
+	if aerr != nil {
+		return nil, aerr
+	}
+	encrypted, aerr := f.boolean("Encrypted")
+	if aerr != nil {
+		return nil, aerr
+	}
+	kms := f.str("KmsKeyId")
+	if kms != "" && !encrypted {
+		return nil, newError(http.StatusBadRequest, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
+	}
+	if src != nil && src.Encrypted {
+		encrypted = true
+		if kms == "" {
+			kms = src.KmsKeyID
+		}
+	}
+	if encrypted && kms == "" {
+		kms = s.defaultKMSKey()
+	}
+	outpost := f.str("OutpostArn")
+	if outpost != "" && !strings.HasPrefix(outpost, "arn:aws:outposts:") {
+		return nil, errInvalidValue("Value (%s) for parameter outpostArn is invalid.", outpost)
+	}
+	if rate, set, aerr := f.integer("VolumeInitializationRate"); aerr != nil {
+		return nil, aerr
+	} else if set {
+		if src == nil {
+			return nil, errCombination("The parameter volumeInitializationRate requires the parameter snapshotId.")
+		}
+		if rate < 100 || rate > 300 {
+			return nil, errInvalidValue("Volume initialization rate of %d MiB/s is invalid; it must be between 100 and 300 MiB/s.", rate)
+		}
+	}
+	tags, aerr := f.tagSpecs("volume")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if dry, aerr := r.dryRun(); aerr != nil {
+		return nil, aerr
+	} else if dry {
+		return nil, errDryRun()
+	}
+	if id, aerr := s.checkToken(f); aerr != nil {
+		return nil, aerr
+	} else if id != "" {
+		x := s.volumeXML(s.st.Volumes[id], r.now)
+		return &x, nil
+	}
+
+	v := &volume{
+		ID: newID("vol"), Zone: zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,
+		Encrypted: encrypted, KmsKeyID: kms, MultiAttach: sp.MultiAttach, OutpostArn: outpost, Tags: tags,
+		CreateTime: r.now, ReadyAt: r.now.Add(s.scaled(jitter(createMin, createMax))),
+	}
+	v.InitializedAt = v.ReadyAt
+	var err error
+	if src != nil {
+		v.SnapshotID = src.ID
+		v.InitializedAt = v.ReadyAt.Add(s.scaled(initBase + time.Duration(v.Size)*initPerGiB))
+		err = copySparse(s.snapshotPath(src.ID), s.volumePath(v.ID), v.Size<<30)
+	} else {
+		err = resizeFile(s.volumePath(v.ID), v.Size<<30)
+	}
+	if err != nil {
+		s.log.Error(err, "Creating volume file", "volume", v.ID)
+		return nil, errInternal()
+	}
+	s.st.Volumes[v.ID] = v
+	if tok := f.str("ClientToken"); tok != "" {
+		s.st.Tokens[tok] = clientToken{ResourceID: v.ID, Params: tokenParams(f)}
+	}
+	r.mutated = true
+	x := s.volumeXML(v, r.now)
+	return &x, nil
+}
+
+func (s *Server) defaultKMSKey() string {
+	return fmt.Sprintf("arn:aws:kms:%s:%s:key/00000000-0000-4000-8000-000000000ebs", s.cfg.Region, s.cfg.AccountID)
+}
+
+// readZone reads AvailabilityZone or AvailabilityZoneId (exactly one).
+func (s *Server) readZone(f *form) (string, *apiError) {
+	zone, zoneID := f.str("AvailabilityZone"), f.str("AvailabilityZoneId")
+	switch {
+	case zone != "" && zoneID != "":
+		return "", errCombination("Only one of availabilityZone or availabilityZoneId can be specified.")
+	case zone != "":
+		if !s.validZone(zone) {
+			return "", errInvalidValue("Invalid availability zone: [%s]", zone)
+		}
+		return zone, nil
+	case zoneID != "":
+		z, ok := s.zoneByID(zoneID)
+		if !ok {
+			return "", errInvalidValue("Invalid availability zone ID: [%s]", zoneID)
+		}
+		return z, nil
+	}
+	return "", errMissing("availabilityZone")
+}
+
+type copyVolumesResponse struct {
+	Volumes []xVolume `xml:"volumeSet>item"`
+}
+
+func (s *Server) copyVolumes(r *request) (any, *apiError) {
+	f := r.form
+	srcID := f.str("SourceVolumeId")
+	if srcID == "" {
+		return nil, errMissing("sourceVolumeId")
+	}
+	if aerr := checkIDs([]string{srcID}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+		return nil, aerr
+	}
+	src := s.st.Volumes[srcID]
+	if src == nil {
+		return nil, errVolumeNotFound(srcID)
+	}
+	if st := src.status(r.now); st == "creating" {
+		return nil, errIncorrectState("Volume '%s' is in the '%s' state.", srcID, st)
+	}
+	sp, aerr := readSpec(f)
+	if aerr != nil {
+		return nil, aerr
+	}
+	_, sizeSet, _ := f.integer("Size")
+	if !sizeSet {
+		sp.Size = src.Size
+	} else if sp.Size < src.Size {
+		return nil, errInvalidValue("Volume of %dGiB is smaller than source volume '%s', expect size >= %dGiB", sp.Size, srcID, src.Size)
+	}
+	if sp.Type == "" {
+		sp.Type = src.Type
+		if !sp.IopsSet && volumeTypes[src.Type].iopsPerGiB > 0 {
+			sp.Iops, sp.IopsSet = src.Iops, true
+		}
+		if !sp.TputSet && reportsThroughput(src.Type) {
+			sp.Throughput, sp.TputSet = src.Throughput, true
+		}
+	}
+	iops, tput, aerr := sp.resolve()
+	if aerr != nil {
+		return nil, aerr
+	}
+	encrypted, aerr := f.boolean("Encrypted")
+	if aerr != nil {
+		return nil, aerr
+	}
+	kms := f.str("KmsKeyId")
+	if src.Encrypted {
+		if _, set := f.get("Encrypted"); set && !encrypted {
+			return nil, errCombination("A copy of an encrypted volume must be encrypted.")
+		}
+		encrypted = true
+		if kms == "" {
+			kms = src.KmsKeyID
+		}
+	}
+	if encrypted && kms == "" {
+		kms = s.defaultKMSKey()
+	}
+	tags, aerr := f.tagSpecs("volume")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if dry, aerr := r.dryRun(); aerr != nil {
+		return nil, aerr
+	} else if dry {
+		return nil, errDryRun()
+	}
+	if id, aerr := s.checkToken(f); aerr != nil {
+		return nil, aerr
+	} else if id != "" {
+		return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(s.st.Volumes[id], r.now)}}, nil
+	}
+	v := &volume{
+		ID: newID("vol"), Zone: src.Zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,
+		Encrypted: encrypted, KmsKeyID: kms, MultiAttach: sp.MultiAttach, OutpostArn: src.OutpostArn, Tags: tags,
+		SourceVolumeID: src.ID, CreateTime: r.now, ReadyAt: r.now.Add(s.scaled(jitter(createMin, createMax))),
+	}
+	v.InitializedAt = v.ReadyAt
+	if err := copySparse(s.volumePath(src.ID), s.volumePath(v.ID), v.Size<<30); err != nil {
+		s.log.Error(err, "Copying volume file", "source", src.ID, "volume", v.ID)
+		return nil, errInternal()
+	}
+	s.st.Volumes[v.ID] = v
+	if tok := f.str("ClientToken"); tok != "" {
+		s.st.Tokens[tok] = clientToken{ResourceID: v.ID, Params: tokenParams(f)}
+	}
+	r.mutated = true
+	return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(v, r.now)}}, nil
+}
+
+func (s *Server) deleteVolume(r *request) (any, *apiError) {
+	id := r.form.str("VolumeId")
+	if id == "" {
+		return nil, errMissing("volumeId")
+	}
+	if aerr := checkIDs([]string{id}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+		return nil, aerr
+	}
+	v := s.st.Volumes[id]
+	if v == nil {
+		return nil, errVolumeNotFound(id)
+	}
+	if len(v.Attachments) > 0 {
+		return nil, newError(http.StatusBadRequest, "VolumeInUse", "Volume %s is currently attached to %s", id, v.Attachments[0].InstanceID)
+	}
+	if dry, aerr := r.dryRun(); aerr != nil {
+		return nil, aerr
+	} else if dry {
+		return nil, errDryRun()
+	}
+	if err := removeFile(s.volumePath(id)); err != nil {
+		s.log.Error(err, "Removing volume file", "volume", id)
+	}
+	delete(s.st.Volumes, id)
+	r.mutated = true
+	return &returnTrue{Return: true}, nil
+}
+
+type describeVolumesResponse struct {
+	Volumes   []xVolume `xml:"volumeSet>item"`
+	NextToken string    `xml:"nextToken,omitempty"`
+}
+
+// selectVolumes resolves the VolumeId list and filters of a describe call to sorted volume IDs.
+func (s *Server) selectVolumes(r *request, filterValues func(v *volume, name string) ([]string, bool)) ([]string, bool, *apiError) {
+	ids := r.form.list("VolumeId")
+	if aerr := checkIDs(ids, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+		return nil, false, aerr
+	}
+	filters, aerr := r.form.filters()
+	if aerr != nil {
+		return nil, false, aerr
+	}
+	var candidates []string
+	if len(ids) > 0 {
+		var missing []string
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if s.st.Volumes[id] == nil {
+				missing = append(missing, id)
+			}
+			candidates = append(candidates, id)
+		}
+		if len(missing) > 0 {
+			return nil, false, errVolumeNotFound(missing...)
+		}
+	} else {
+		for id := range s.st.Volumes {
+			candidates = append(candidates, id)
+		}
+	}
+	var out []string
+	for _, id := range candidates {
+		v := s.st.Volumes[id]
+		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) { return filterValues(v, name) })
+		if aerr != nil {
+			return nil, false, aerr
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out, len(ids) > 0, nil
+}
+
+func (s *Server) volumeFilterValues(now time.Time) func(v *volume, name string) ([]string, bool) {
+	return func(v *volume, name string) ([]string, bool) {
+		switch name {
+		case "volume-id":
+			return []string{v.ID}, true
+		case "availability-zone":
+			return []string{v.Zone}, true
+		case "status":
+			return []string{v.status(now)}, true
+		case "volume-type":
+			return []string{v.Type}, true
+		case "size":
+			return []string{strconv.FormatInt(v.Size, 10)}, true
+		case "snapshot-id":
+			return []string{v.SnapshotID}, true
+		case "encrypted":
+			return []string{boolString(v.Encrypted)}, true
+		case "multi-attach-enabled":
+			return []string{boolString(v.MultiAttach)}, true
+		case "create-time":
+			return []string{ts(v.CreateTime)}, true
+		case "attachment.instance-id", "attachment.status", "attachment.device", "attachment.attach-time", "attachment.delete-on-termination":
+			var out []string
+			for _, a := range v.Attachments {
+				switch name {
+				case "attachment.instance-id":
+					out = append(out, a.InstanceID)
+				case "attachment.status":
+					out = append(out, a.status())
+				case "attachment.device":
+					out = append(out, a.Device)
+				case "attachment.attach-time":
+					out = append(out, ts(a.AttachTime))
+				default:
+					out = append(out, "false")
+				}
+			}
+			return out, true
+		}
+		return tagFilterValues(v.Tags, name)
+	}
+}
+
+func (s *Server) describeVolumes(r *request) (any, *apiError) {
+	ids, idsGiven, aerr := s.selectVolumes(r, s.volumeFilterValues(r.now))
+	if aerr != nil {
+		return nil, aerr
+	}
+	p, aerr := readPaging(r.form, 5, 500, idsGiven)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if dry, aerr := r.dryRun(); aerr != nil {
+		return nil, aerr
+	} else if dry {
+		return nil, errDryRun()
+	}
+	page, next := pageOf(ids, p)
+	out := &describeVolumesResponse{NextToken: next}
+	for _, id := range page {
+		out.Volumes = append(out.Volumes, s.volumeXML(s.st.Volumes[id], r.now))
+	}
+	return out, nil
+}
