@@ -153,3 +153,28 @@ func (c *Cloud) DetachDisk(ctx context.Context, volumeID, instanceID string) err
 	}
 	return nil
 }
+
+// WaitInitialized waits until a volume restored from a snapshot reports initialization "completed"
+// (StorageClass blockAttachUntilInitialized), so a workload never reads a lazily loaded volume.
+func (c *Cloud) WaitInitialized(ctx context.Context, volumeID string) error {
+	return poll(ctx, c.waits.Attach, func(ctx context.Context) (bool, error) {
+		out, err := c.ec2.DescribeVolumeStatus(ctx, &ec2.DescribeVolumeStatusInput{VolumeIds: []string{volumeID}})
+		if err != nil {
+			if isNotFound(err) {
+				return false, fmt.Errorf("%w: %w", ErrNotFound, err)
+			}
+			return false, err
+		}
+		for _, st := range out.VolumeStatuses {
+			if st.VolumeStatus == nil {
+				continue
+			}
+			for _, d := range st.VolumeStatus.Details {
+				if d.Name == types.VolumeStatusNameInitializationState {
+					return aws.ToString(d.Status) == "completed", nil
+				}
+			}
+		}
+		return true, nil // no initialization detail: not restored from a snapshot
+	})
+}

@@ -70,8 +70,9 @@ func (r *Recorder) ObserveThrottle(operation string) {
 // Gatherer exposes the registry, for tests.
 func (r *Recorder) Gatherer() prometheus.Gatherer { return r.registry }
 
-// Serve serves /metrics on addr until ctx ends. It returns the bound address once listening.
-func (r *Recorder) Serve(ctx context.Context, addr, path string) (string, error) {
+// Serve serves path on addr until ctx ends, over TLS when certFile and keyFile are set. It returns the
+// bound address once listening.
+func (r *Recorder) Serve(ctx context.Context, addr, path, certFile, keyFile string) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
@@ -86,7 +87,13 @@ func (r *Recorder) Serve(ctx context.Context, addr, path string) (string, error)
 		_ = srv.Shutdown(shutdownCtx)
 	}()
 	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if certFile != "" {
+			err = srv.ServeTLS(ln, certFile, keyFile)
+		} else {
+			err = srv.Serve(ln)
+		}
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			klog.FromContext(ctx).Error(err, "Metrics server stopped")
 		}
 	}()

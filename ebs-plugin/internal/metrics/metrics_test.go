@@ -16,7 +16,7 @@ func TestRecorderServesUpstreamNames(t *testing.T) {
 	r.ObserveThrottle("DescribeVolumes")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, err := r.Serve(ctx, "127.0.0.1:0", "/metrics")
+	addr, err := r.Serve(ctx, "127.0.0.1:0", "/metrics", "", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,3 +199,19 @@ func ToolsAvailable() []string {
 	}
 	return missing
 }
+
+// DeviceForMount returns the device mounted at path and how many mounts it has.
+func (m *Mounter) DeviceForMount(path string) (string, int, error) {
+	return mountutils.GetDeviceNameFromMount(m, path)
+}
+
+// IsMountPoint reports whether path is a mount point, reading the mount table (bind mounts of a file on
+// the same filesystem fool the cheaper device-number check).
+func (m *Mounter) IsMountPoint(path string) (bool, error) {
+	return m.Interface.IsMountPoint(path)
+}
+
+// CleanupMountPoint unmounts path if mounted and removes it.
+func (m *Mounter) CleanupMountPoint(path string) error {
+	return mountutils.CleanupMountPoint(path, m, true)
+}
