@@ -31,7 +31,7 @@ func newEnv(driver string, caps Capabilities, csiFake *testutil.FakeCSI, objs ..
 	if csiFake == nil {
 		csiFake = &testutil.FakeCSI{}
 	}
-	client := fake.NewClientset(objs...)
+	client := testutil.NewClientset(objs...)
 	anys := make([]any, len(objs))
 	for i, o := range objs {
 		anys[i] = o
