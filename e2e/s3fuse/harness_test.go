@@ -1,0 +1,174 @@
+//go:build e2e || bench
+
+package s3fuse
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stowage-csi/stowage/e2e/s3server"
+)
+
+// binary is the s3-fuse executable built once by TestMain.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "s3-fuse-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	root, err := s3server.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	binary = filepath.Join(dir, "s3-fuse")
+	cmd := exec.Command("go", "build", "-o", binary, "./cmd/s3-fuse")
+	cmd.Dir = filepath.Join(root, "s3-mounter")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build s3-fuse: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mount is one running s3-fuse.
+type mount struct {
+	Dir    string
+	cmd    *exec.Cmd
+	done   chan struct{}
+	output *lockedBuffer
+}
+
+// s3fuseArgs are the arguments every mount of srv needs.
+func s3fuseArgs(srv *s3server.Server, bucket, dir string, extra ...string) []string {
+	args := []string{bucket, dir, "--foreground", "--endpoint-url", srv.Endpoint, "--force-path-style"}
+	return append(args, extra...)
+}
+
+// mountBucket starts s3-fuse on a new directory and waits until the mount is in /proc/mounts. Cleanup
+// unmounts (lazily if busy) and makes sure the process is gone, also when the test failed.
+func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...string) *mount {
+	t.Helper()
+	dir := t.TempDir()
+	m := &mount{Dir: dir, done: make(chan struct{}), output: &lockedBuffer{}}
+	m.cmd = exec.Command(binary, s3fuseArgs(srv, bucket, dir, extra...)...)
+	m.cmd.Env = srv.Env()
+	m.cmd.Stdout, m.cmd.Stderr = m.output, m.output
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = m.cmd.Wait()
+		close(m.done)
+	}()
+	t.Cleanup(func() { m.stop(t) })
+	deadline := time.Now().Add(30 * time.Second)
+	for !isMounted(dir) {
+		select {
+		case <-m.done:
+			t.Fatalf("s3-fuse exited before mounting: %s", m.output.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not mounted after 30s: %s", dir, m.output.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return m
+}
+
+// stop unmounts and reaps the process: umount, then lazy umount, then SIGKILL.
+func (m *mount) stop(t testing.TB) {
+	if isMounted(m.Dir) {
+		if err := syscall.Unmount(m.Dir, 0); err != nil {
+			t.Logf("umount %s: %v; detaching lazily", m.Dir, err)
+			_ = syscall.Unmount(m.Dir, syscall.MNT_DETACH)
+		}
+	}
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		t.Logf("s3-fuse still running 10s after unmount; killing it")
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+	if t.Failed() {
+		t.Logf("s3-fuse output:\n%s", m.output.String())
+	}
+}
+
+// isMounted reports whether dir is a mount point in /proc/mounts.
+func isMounted(dir string) bool {
+	f, err := os.Open("/proc/mounts")
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 1 && fields[1] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+// newBucket creates a uniquely named bucket.
+func newBucket(t testing.TB, srv *s3server.Server) string {
+	t.Helper()
+	name := fmt.Sprintf("b-%d", time.Now().UnixNano())
+	if err := srv.CreateBucket(context.Background(), name); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// errnoOf extracts the errno from an error of a file operation (0 for nil).
+func errnoOf(err error) syscall.Errno {
+	if err == nil {
+		return 0
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return syscall.Errno(^uintptr(0) >> 1)
+}

@@ -1,0 +1,240 @@
+//go:build e2e
+
+package s3fuse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/stowage-csi/stowage/e2e/s3server"
+)
+
+// posixCase is one file operation through the mount and the errno Mountpoint gives it (0 = works).
+type posixCase struct {
+	name string
+	op   func(dir string) error
+	want syscall.Errno
+	// check verifies the effect in S3 (or through the mount) after a successful op.
+	check func(t *testing.T, dir string)
+}
+
+func writeFile(path, content string, flags int) error {
+	f, err := os.OpenFile(path, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// TestE2EPosixOperations runs a table of POSIX operations through one mount (with --allow-delete and
+// --allow-overwrite) and one without those flags, and prints what works and which errno the rest get.
+func TestE2EPosixOperations(t *testing.T) {
+	srv := s3server.Start(t)
+	ctx := context.Background()
+	bucket := newBucket(t, srv)
+	for key, body := range map[string]string{"existing.txt": "old content", "dir/inner.txt": "inner", "dir/sub/deep.txt": "deep"} {
+		if err := srv.PutObject(ctx, bucket, key, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rw := mountBucket(t, srv, bucket, "--allow-delete", "--allow-overwrite")
+	plain := mountBucket(t, srv, bucket)
+
+	inS3 := func(key, want string) func(t *testing.T, dir string) {
+		return func(t *testing.T, _ string) {
+			got, err := srv.GetObject(ctx, bucket, key)
+			if err != nil || string(got) != want {
+				t.Errorf("S3 object %s = %q, %v; want %q", key, got, err, want)
+			}
+		}
+	}
+	notInS3 := func(key string) func(t *testing.T, dir string) {
+		return func(t *testing.T, _ string) {
+			if _, err := srv.GetObject(ctx, bucket, key); err == nil {
+				t.Errorf("S3 object %s exists, want it absent", key)
+			}
+		}
+	}
+	cases := []posixCase{
+		{name: "create and write a new file", want: 0,
+			op:    func(d string) error { return writeFile(filepath.Join(d, "new.txt"), "hello", os.O_CREATE|os.O_WRONLY|os.O_EXCL) },
+			check: inS3("new.txt", "hello")},
+		{name: "read it back", want: 0, op: func(d string) error {
+			b, err := os.ReadFile(filepath.Join(d, "new.txt"))
+			if err == nil && string(b) != "hello" {
+				return fmt.Errorf("read %q", b)
+			}
+			return err
+		}},
+		{name: "stat reports size", want: 0, op: func(d string) error {
+			st, err := os.Stat(filepath.Join(d, "existing.txt"))
+			if err == nil && st.Size() != int64(len("old content")) {
+				return fmt.Errorf("size %d", st.Size())
+			}
+			return err
+		}},
+		{name: "shell redirection creates a file", want: 0,
+			op:    func(d string) error { return exec.Command("sh", "-c", "echo shell > "+filepath.Join(d, "shell.txt")).Run() },
+			check: inS3("shell.txt", "shell\n")},
+		// An empty file is uploaded on release, which the kernel sends after close(2) returns (as with
+		// Mountpoint), so the check waits for it.
+		{name: "touch creates an empty file", want: 0,
+			op: func(d string) error { return exec.Command("touch", filepath.Join(d, "empty.txt")).Run() },
+			check: func(t *testing.T, d string) {
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					got, err := srv.GetObject(ctx, bucket, "empty.txt")
+					if err == nil && len(got) == 0 {
+						return
+					}
+					if time.Now().After(deadline) {
+						t.Errorf("empty.txt not in S3 10s after touch: %q, %v", got, err)
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}},
+		{name: "readdir lists files and directories", want: 0, op: func(d string) error {
+			ents, err := os.ReadDir(d)
+			if err != nil {
+				return err
+			}
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			sort.Strings(names)
+			if got := strings.Join(names, ","); got != "dir,empty.txt,existing.txt,new.txt,shell.txt" {
+				return fmt.Errorf("listing %s", got)
+			}
+			return nil
+		}},
+		{name: "read a missing file", want: syscall.ENOENT, op: func(d string) error { _, err := os.ReadFile(filepath.Join(d, "missing")); return err }},
+		{name: "mkdir is local", want: 0, op: func(d string) error { return os.Mkdir(filepath.Join(d, "local"), 0o755) },
+			check: func(t *testing.T, d string) {
+				if st, err := os.Stat(filepath.Join(d, "local")); err != nil || !st.IsDir() {
+					t.Errorf("local dir not visible: %v", err)
+				}
+				notInS3("local/")(t, d)
+			}},
+		{name: "a file in a new directory reaches S3", want: 0,
+			op:    func(d string) error { return writeFile(filepath.Join(d, "local", "f.txt"), "in local", os.O_CREATE|os.O_WRONLY) },
+			check: inS3("local/f.txt", "in local")},
+		{name: "rmdir of an empty local directory", want: 0, op: func(d string) error {
+			if err := os.Mkdir(filepath.Join(d, "gone"), 0o755); err != nil {
+				return err
+			}
+			return os.Remove(filepath.Join(d, "gone"))
+		}},
+		{name: "rmdir of a directory with objects", want: syscall.ENOTEMPTY, op: func(d string) error { return syscall.Rmdir(filepath.Join(d, "dir")) }},
+		{name: "rename a file", want: syscall.ENOSYS, op: func(d string) error { return os.Rename(filepath.Join(d, "new.txt"), filepath.Join(d, "renamed.txt")) }},
+		{name: "rename a directory", want: syscall.ENOSYS, op: func(d string) error { return os.Rename(filepath.Join(d, "dir"), filepath.Join(d, "dir2")) }},
+		// s3-fuse answers ENOSYS like Mountpoint; Linux turns ENOSYS from FUSE_LINK into EPERM.
+		{name: "hard link", want: syscall.EPERM, op: func(d string) error { return os.Link(filepath.Join(d, "new.txt"), filepath.Join(d, "hard")) }},
+		{name: "symlink", want: syscall.ENOSYS, op: func(d string) error { return os.Symlink("new.txt", filepath.Join(d, "sym")) }},
+		{name: "append to an existing file", want: syscall.EPERM,
+			op: func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "more", os.O_WRONLY|os.O_APPEND) }},
+		{name: "open an existing file for writing without O_TRUNC", want: syscall.EPERM,
+			op: func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "x", os.O_WRONLY) }},
+		{name: "overwrite with O_TRUNC and --allow-overwrite", want: 0,
+			op:    func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "new content", os.O_WRONLY|os.O_TRUNC) },
+			check: inS3("existing.txt", "new content")},
+		{name: "random write", want: syscall.EINVAL, op: func(d string) error {
+			f, err := os.OpenFile(filepath.Join(d, "random.bin"), os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := f.Write([]byte("start")); err != nil {
+				return err
+			}
+			_, err = f.WriteAt([]byte("x"), 4096)
+			return err
+		}, check: func(t *testing.T, d string) { notInS3("random.bin")(t, d) }},
+		{name: "read a file while it is being written", want: syscall.EPERM, op: func(d string) error {
+			f, err := os.OpenFile(filepath.Join(d, "busy.txt"), os.O_CREATE|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if _, err := f.Write([]byte("partial")); err != nil {
+				return err
+			}
+			_, err = os.ReadFile(filepath.Join(d, "busy.txt"))
+			return err
+		}},
+		{name: "chmod", want: syscall.EPERM, op: func(d string) error { return os.Chmod(filepath.Join(d, "new.txt"), 0o600) }},
+		{name: "chown", want: syscall.EPERM, op: func(d string) error { return os.Chown(filepath.Join(d, "new.txt"), 1, 1) }},
+		{name: "set times of an uploaded file", want: syscall.EPERM, op: func(d string) error {
+			now := time.Now()
+			return os.Chtimes(filepath.Join(d, "new.txt"), now, now)
+		}},
+		{name: "truncate an uploaded file", want: syscall.EPERM, op: func(d string) error { return os.Truncate(filepath.Join(d, "new.txt"), 1) }},
+		{name: "statfs", want: 0, op: func(d string) error {
+			var st unix.Statfs_t
+			if err := unix.Statfs(d, &st); err != nil {
+				return err
+			}
+			if st.Bavail == 0 {
+				return fmt.Errorf("no free blocks reported")
+			}
+			return nil
+		}},
+		{name: "unlink with --allow-delete", want: 0, op: func(d string) error { return os.Remove(filepath.Join(d, "shell.txt")) },
+			check: func(t *testing.T, d string) {
+				notInS3("shell.txt")(t, d)
+				if _, err := os.Stat(filepath.Join(d, "shell.txt")); !os.IsNotExist(err) {
+					t.Errorf("deleted file still visible: %v", err)
+				}
+			}},
+		{name: "unlink a missing file", want: syscall.ENOENT, op: func(d string) error { return os.Remove(filepath.Join(d, "missing")) }},
+	}
+	plainCases := []posixCase{
+		{name: "unlink without --allow-delete", want: syscall.EPERM, op: func(d string) error { return syscall.Unlink(filepath.Join(d, "new.txt")) },
+			check: nil},
+		{name: "overwrite without --allow-overwrite", want: syscall.EPERM,
+			op: func(d string) error { return writeFile(filepath.Join(d, "new.txt"), "x", os.O_WRONLY|os.O_TRUNC) }},
+		{name: "new files still work", want: 0,
+			op:    func(d string) error { return writeFile(filepath.Join(d, "plain.txt"), "plain", os.O_CREATE|os.O_WRONLY) },
+			check: inS3("plain.txt", "plain")},
+	}
+	var report bytes.Buffer
+	run := func(mountName string, m *mount, cases []posixCase) {
+		for _, tc := range cases {
+			start := time.Now()
+			err := tc.op(m.Dir)
+			elapsed := time.Since(start)
+			got := errnoOf(err)
+			result := "ok"
+			if got != 0 {
+				result = unix.ErrnoName(got)
+			}
+			fmt.Fprintf(&report, "  %-12s %-50s %-10s %v\n", mountName, tc.name, result, elapsed.Round(time.Millisecond))
+			if got != tc.want {
+				t.Errorf("%s: %s: got %v (%v), want errno %d (%v)", mountName, tc.name, got, err, tc.want, tc.want)
+				continue
+			}
+			if tc.check != nil && got == 0 {
+				tc.check(t, m.Dir)
+			}
+		}
+	}
+	run("rw", rw, cases)
+	run("default", plain, plainCases)
+	t.Logf("POSIX operations through s3-fuse:\n%s", report.String())
+}

@@ -1,0 +1,227 @@
+package s3server
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Region is what the server and clients agree on.
+const Region = "us-east-1"
+
+// Server is a running versitygw.
+type Server struct {
+	Endpoint  string
+	AccessKey string
+	SecretKey string
+	// DataDir holds one directory per bucket, objects as plain files.
+	DataDir string
+	// Client is an SDK client for the server (path style, static keys, unaffected by AWS_CA_BUNDLE).
+	Client *s3.Client
+
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start builds (if needed) and starts versitygw on a free loopback port; t.Cleanup stops it.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, err := Binary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := start(bin, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func start(bin, dir string) (*Server, error) {
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	// The port is free when chosen but could be taken before versitygw binds it; try a few.
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{
+			Endpoint:  fmt.Sprintf("http://127.0.0.1:%d", port),
+			AccessKey: "AK" + randomHex(8),
+			SecretKey: randomHex(20),
+			DataDir:   data,
+			done:      make(chan struct{}),
+		}
+		var logs bytes.Buffer
+		s.cmd = exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey,
+			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", data)
+		s.cmd.Env = cleanEnv(os.Environ())
+		s.cmd.Stdout, s.cmd.Stderr = &logs, &logs
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := s.cmd.Start(); err != nil {
+			return nil, err
+		}
+		go func() {
+			_ = s.cmd.Wait()
+			close(s.done)
+		}()
+		if err := waitPort(port, s.done); err != nil {
+			s.Stop()
+			lastErr = fmt.Errorf("versitygw did not start: %w\n%s", err, logs.String())
+			continue
+		}
+		s.Client = s.NewClient()
+		return s, nil
+	}
+	return nil, lastErr
+}
+
+func waitPort(port int, exited <-chan struct{}) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("process exited")
+		default:
+		}
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("port %d not open after 30s", port)
+}
+
+// Stop kills the server and waits for it.
+func (s *Server) Stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// NewClient returns an SDK client for the server, built without LoadDefaultConfig so the caller's
+// AWS_* environment (AWS_CA_BUNDLE in particular) plays no part.
+func (s *Server) NewClient() *s3.Client {
+	return s3.New(s3.Options{
+		Region:       Region,
+		BaseEndpoint: aws.String(s.Endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
+		HTTPClient: &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: 64,
+			ReadBufferSize:      256 << 10,
+			WriteBufferSize:     256 << 10,
+		}},
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	})
+}
+
+// Env is the environment for a child process that talks to the server (credentials and region only;
+// the parent's AWS_* variables are dropped).
+func (s *Server) Env() []string {
+	return append(cleanEnv(os.Environ()),
+		"AWS_ACCESS_KEY_ID="+s.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.SecretKey,
+		"AWS_REGION="+Region, "AWS_EC2_METADATA_DISABLED=true")
+}
+
+// CreateBucket makes a bucket.
+func (s *Server) CreateBucket(ctx context.Context, name string) error {
+	_, err := s.Client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &name})
+	return err
+}
+
+// PutObject stores one object.
+func (s *Server) PutObject(ctx context.Context, bucket, key string, data []byte) error {
+	_, err := s.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data)})
+	return err
+}
+
+// GetObject reads a whole object.
+func (s *Server) GetObject(ctx context.Context, bucket, key string) ([]byte, error) {
+	out, err := s.Client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return nil, err
+	}
+	defer out.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(out.Body)
+	return b.Bytes(), err
+}
+
+// PutObjects stores keys[i] with content data(i), parallel requests at a time.
+func (s *Server) PutObjects(ctx context.Context, bucket string, keys []string, data func(i int) []byte, parallel int) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	next := make(chan int)
+	for w := 0; w < parallel; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := s.PutObject(ctx, bucket, keys[i], data(i)); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("put %s: %w", keys[i], err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range keys {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return firstErr
+}
