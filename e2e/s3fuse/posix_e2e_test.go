@@ -72,7 +72,9 @@ func TestE2EPosixOperations(t *testing.T) {
 	}
 	cases := []posixCase{
 		{name: "create and write a new file", want: 0,
-			op:    func(d string) error { return writeFile(filepath.Join(d, "new.txt"), "hello", os.O_CREATE|os.O_WRONLY|os.O_EXCL) },
+			op: func(d string) error {
+				return writeFile(filepath.Join(d, "new.txt"), "hello", os.O_CREATE|os.O_WRONLY|os.O_EXCL)
+			},
 			check: inS3("new.txt", "hello")},
 		{name: "read it back", want: 0, op: func(d string) error {
 			b, err := os.ReadFile(filepath.Join(d, "new.txt"))
@@ -89,7 +91,9 @@ func TestE2EPosixOperations(t *testing.T) {
 			return err
 		}},
 		{name: "shell redirection creates a file", want: 0,
-			op:    func(d string) error { return exec.Command("sh", "-c", "echo shell > "+filepath.Join(d, "shell.txt")).Run() },
+			op: func(d string) error {
+				return exec.Command("sh", "-c", "echo shell > "+filepath.Join(d, "shell.txt")).Run()
+			},
 			check: inS3("shell.txt", "shell\n")},
 		// An empty file is uploaded on release, which the kernel sends after close(2) returns (as with
 		// Mountpoint), so the check waits for it.
@@ -133,7 +137,9 @@ func TestE2EPosixOperations(t *testing.T) {
 				notInS3("local/")(t, d)
 			}},
 		{name: "a file in a new directory reaches S3", want: 0,
-			op:    func(d string) error { return writeFile(filepath.Join(d, "local", "f.txt"), "in local", os.O_CREATE|os.O_WRONLY) },
+			op: func(d string) error {
+				return writeFile(filepath.Join(d, "local", "f.txt"), "in local", os.O_CREATE|os.O_WRONLY)
+			},
 			check: inS3("local/f.txt", "in local")},
 		{name: "rmdir of an empty local directory", want: 0, op: func(d string) error {
 			if err := os.Mkdir(filepath.Join(d, "gone"), 0o755); err != nil {
@@ -148,11 +154,15 @@ func TestE2EPosixOperations(t *testing.T) {
 		{name: "hard link", want: syscall.EPERM, op: func(d string) error { return os.Link(filepath.Join(d, "new.txt"), filepath.Join(d, "hard")) }},
 		{name: "symlink", want: syscall.ENOSYS, op: func(d string) error { return os.Symlink("new.txt", filepath.Join(d, "sym")) }},
 		{name: "append to an existing file", want: syscall.EPERM,
-			op: func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "more", os.O_WRONLY|os.O_APPEND) }},
+			op: func(d string) error {
+				return writeFile(filepath.Join(d, "existing.txt"), "more", os.O_WRONLY|os.O_APPEND)
+			}},
 		{name: "open an existing file for writing without O_TRUNC", want: syscall.EPERM,
 			op: func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "x", os.O_WRONLY) }},
 		{name: "overwrite with O_TRUNC and --allow-overwrite", want: 0,
-			op:    func(d string) error { return writeFile(filepath.Join(d, "existing.txt"), "new content", os.O_WRONLY|os.O_TRUNC) },
+			op: func(d string) error {
+				return writeFile(filepath.Join(d, "existing.txt"), "new content", os.O_WRONLY|os.O_TRUNC)
+			},
 			check: inS3("existing.txt", "new content")},
 		{name: "random write", want: syscall.EINVAL, op: func(d string) error {
 			f, err := os.OpenFile(filepath.Join(d, "random.bin"), os.O_CREATE|os.O_WRONLY, 0o644)
@@ -210,7 +220,9 @@ func TestE2EPosixOperations(t *testing.T) {
 		{name: "overwrite without --allow-overwrite", want: syscall.EPERM,
 			op: func(d string) error { return writeFile(filepath.Join(d, "new.txt"), "x", os.O_WRONLY|os.O_TRUNC) }},
 		{name: "new files still work", want: 0,
-			op:    func(d string) error { return writeFile(filepath.Join(d, "plain.txt"), "plain", os.O_CREATE|os.O_WRONLY) },
+			op: func(d string) error {
+				return writeFile(filepath.Join(d, "plain.txt"), "plain", os.O_CREATE|os.O_WRONLY)
+			},
 			check: inS3("plain.txt", "plain")},
 	}
 	var report bytes.Buffer
