@@ -43,3 +43,6 @@ func isCode(err error, c codes.Code) bool {
 	st, ok := status.FromError(err)
 	return ok && st.Code() == c
 }
+
+// Slow marks err as one to retry only after the maximum retry interval.
+func Slow(err error) error { return slow(err) }

@@ -40,17 +40,22 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	ctx = klog.NewContext(ctx, logger)
 	volName := p.volumeName(claim.UID)
 
-	if claim.Spec.VolumeName != "" {
-		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding.
-		return p.finishIntent(ctx, claim, nil)
-	}
+	stage := p.claimStage(claim.UID)
 	if claim.DeletionTimestamp != nil {
-		if !hasIntent(claim) {
+		if !hasIntent(claim) || stage == claimReleased {
 			return nil
 		}
 		return p.abandon(ctx, claim, volName)
 	}
-	if _, err := p.Volumes.Get(volName); err == nil {
+	if stage == claimReleased {
+		// Done here; this copy predates our last write.
+		return nil
+	}
+	if claim.Spec.VolumeName != "" {
+		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding.
+		return p.finishIntent(ctx, claim, nil)
+	}
+	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
 		// The PV is there; the binder will bind it. Only the intent may be left to release.
 		return p.finishIntent(ctx, claim, nil)
 	}
@@ -78,9 +83,18 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		return slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
 	}
 	selectedNode := claim.Annotations[annSelectedNode]
-	if class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer && selectedNode == "" {
+	late := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
+	if late && selectedNode == "" {
 		// The scheduler picks the node first.
 		return nil
+	}
+	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
+		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
+		// resourceVersion test lets exactly one write win, the others see the winner's node and step aside.
+		ops := append([]patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: claim.ResourceVersion}},
+			setAnnotationOps(&claim.ObjectMeta, annSelectedNode, p.cfg.NodeName)...)
+		_, err := p.patchClaim(ctx, claim, ops)
+		return err
 	}
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
 		return nil
@@ -155,6 +169,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 			return slow(fmt.Errorf("PV %s already exists and belongs to another claim", volName))
 		}
 	}
+	p.setClaimStage(claim.UID, claimPVCreated)
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
 	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
@@ -172,6 +187,7 @@ func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolu
 		}
 		return err
 	}
+	p.setClaimStage(claim.UID, claimReleased)
 	return p.releaseSource(ctx, claim)
 }
 

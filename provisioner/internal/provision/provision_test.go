@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -11,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
 )
@@ -417,5 +419,53 @@ func TestCloneRejectsSmallerOrOtherMode(t *testing.T) {
 		if !IsSlow(err) || len(h.actions()) != 0 || len(h.csi.Creates) != 0 {
 			t.Errorf("%s: err %v actions %q creates %d; want a slow error and nothing done", name, err, h.actions(), len(h.csi.Creates))
 		}
+	}
+}
+
+// The informer hands the claim back after our own writes, often before its cache shows them: the stale copies
+// must not repeat CreateVolume, the PV create or the release.
+func TestSyncClaimStaleCopiesDoNothing(t *testing.T) {
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi")
+	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	stale := claim.DeepCopy()
+	withIntent(stale)
+	for _, c := range []*v1.PersistentVolumeClaim{claim, stale} {
+		if err := h.p.SyncClaim(context.Background(), c.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := h.actions(), []string{"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
+	if len(h.csi.Creates) != 1 {
+		t.Errorf("CreateVolume called %d times", len(h.csi.Creates))
+	}
+}
+
+func TestNodeDeployment(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.NodeName = "n1"
+	cfg.NodeDeploymentImmediateBinding = true
+	other := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Annotations[annSelectedNode] = "n2" })
+	h := newHarness(t, cfg, other, testutil.Class("fast", nil))
+	if err := h.p.SyncClaim(context.Background(), other.DeepCopy()); err != nil || len(h.actions()) != 0 {
+		t.Fatalf("claim selected for another node: err %v actions %q", err, h.actions())
+	}
+	free := testutil.Claim("ns", "free", "free-uid", "fast", "1Gi")
+	h = newHarness(t, cfg, free, testutil.Class("fast", nil))
+	if err := h.p.SyncClaim(context.Background(), free.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.claim(t, "ns", "free"); got.Annotations[annSelectedNode] != "n1" || len(h.csi.Creates) != 0 {
+		t.Errorf("immediate claim not taken for the node: %v", got.Annotations)
+	}
+	// A competitor that read the same version must lose the race: the patch tests the resourceVersion.
+	// (The fake clientset keeps resourceVersions still, so the race itself is for the API server to decide.)
+	patch := string(h.kube.Actions()[0].(k8stesting.PatchAction).GetPatch())
+	if !strings.Contains(patch, `{"op":"test","path":"/metadata/resourceVersion","value":"1"}`) {
+		t.Errorf("take patch %s does not test the resourceVersion", patch)
 	}
 }

@@ -33,6 +33,7 @@ type Capabilities struct {
 	Snapshot              bool // CREATE_DELETE_SNAPSHOT (restore needs it)
 	SingleNodeMultiWriter bool // SINGLE_NODE_MULTI_WRITER: ReadWriteOncePod maps to SINGLE_NODE_SINGLE_WRITER
 	ModifyVolume          bool // MODIFY_VOLUME: VolumeAttributesClass parameters go to CreateVolume
+	GetCapacity           bool // GET_CAPACITY: needed for --enable-capacity
 }
 
 // Config is what the flags decide.
@@ -50,8 +51,11 @@ type Config struct {
 	ControllerPublishReadOnly   bool
 	PreventVolumeModeConversion bool
 	// NodeName, when set (--node-deployment), restricts the provisioner to claims selected for that node.
-	NodeName     string
-	Capabilities Capabilities
+	NodeName string
+	// NodeDeploymentImmediateBinding lets a node-local provisioner take immediate-binding claims
+	// (--node-deployment-immediate-binding).
+	NodeDeploymentImmediateBinding bool
+	Capabilities                   Capabilities
 }
 
 // Deps are the clients and caches the provisioner reads and writes through.
@@ -84,11 +88,42 @@ type Provisioner struct {
 	// PV writes never lead to a second DeleteVolume (upstream #1235). Entries go when the PV does (Forget).
 	mu      sync.Mutex
 	deleted map[types.UID]deleteStage
+	// claimDone remembers claims whose PV this process created and whose intent it released, so that the
+	// informer's stale copies (still showing the intent, or no PV yet) neither repeat CreateVolume nor the release.
+	claimDone map[types.UID]claimStage
+}
+
+// claimStage is how far provisioning of a claim got in this process.
+type claimStage int
+
+const (
+	claimNone claimStage = iota
+	claimPVCreated
+	claimReleased
+)
+
+func (p *Provisioner) claimStage(uid types.UID) claimStage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.claimDone[uid]
+}
+
+func (p *Provisioner) setClaimStage(uid types.UID, s claimStage) {
+	p.mu.Lock()
+	p.claimDone[uid] = s
+	p.mu.Unlock()
+}
+
+// ForgetClaim drops what the provisioner remembers about a claim that is gone from the API.
+func (p *Provisioner) ForgetClaim(uid types.UID) {
+	p.mu.Lock()
+	delete(p.claimDone, uid)
+	p.mu.Unlock()
 }
 
 // New returns a Provisioner.
 func New(cfg Config, deps Deps) *Provisioner {
-	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[types.UID]deleteStage{}}
+	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[types.UID]deleteStage{}, claimDone: map[types.UID]claimStage{}}
 }
 
 // Forget drops what the provisioner remembers about a PV that is gone from the API.

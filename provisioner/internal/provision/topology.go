@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 )
 
 // segment is one topology segment: key -> value, taken from Node labels for the keys the driver registered on
@@ -243,4 +245,44 @@ func nodeAffinity(topologies []*csi.Topology) *v1.VolumeNodeAffinity {
 		return nil
 	}
 	return &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: terms}}
+}
+
+// TopologySegments lists the distinct topology segments of every node that runs driver (whatever keys it
+// registered), for capacity tracking. A driver without topology keys yields none.
+func TopologySegments(driver string, csiNodes storagelisters.CSINodeLister, nodes corelisters.NodeLister) ([]map[string]string, error) {
+	list, err := csiNodes.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list CSINodes: %w", err)
+	}
+	seen := map[string]bool{}
+	var out []map[string]string
+	for _, cn := range list {
+		for _, d := range cn.Spec.Drivers {
+			if d.Name != driver || len(d.TopologyKeys) == 0 {
+				continue
+			}
+			node, err := nodes.Get(cn.Name)
+			if err != nil {
+				continue
+			}
+			s, err := nodeSegment(node, d.TopologyKeys)
+			if err != nil || seen[s.id()] {
+				continue
+			}
+			seen[s.id()] = true
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return segment(out[i]).id() < segment(out[j]).id() })
+	return out, nil
+}
+
+// DriverParameters is a StorageClass's parameters as CreateVolume gets them (every csi.storage.k8s.io/ key
+// removed), for GetCapacity; it fails like provisioning would on a bad class.
+func DriverParameters(params map[string]string) (map[string]string, string, error) {
+	c, err := parseClassParams(params)
+	if err != nil {
+		return nil, "", err
+	}
+	return c.driver, c.fsType, nil
 }

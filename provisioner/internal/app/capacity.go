@@ -1,0 +1,67 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/capacity"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// newCapacity builds the CSIStorageCapacity controller: its own client (--kube-api-capacity-qps/-burst, so
+// capacity updates never queue behind provisioning), the pod's namespace and owner from NAMESPACE and POD_NAME
+// as upstream reads them, and a re-run whenever a StorageClass or CSINode changes.
+func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informers.SharedInformerFactory, _ *workqueue.Metrics) (*capacity.Controller, error) {
+	if !d.caps.GetCapacity {
+		return nil, errors.New("--enable-capacity needs a driver with the GET_CAPACITY capability")
+	}
+	ns, pod := os.Getenv("NAMESPACE"), os.Getenv("POD_NAME")
+	if ns == "" {
+		return nil, errors.New("--enable-capacity needs the NAMESPACE environment variable")
+	}
+	capCfg := rest.CopyConfig(protobuf(d.restCfg))
+	capCfg.QPS, capCfg.Burst = float32(cfg.KubeAPICapacityQPS), cfg.KubeAPICapacityBurst
+	kube, err := kubernetes.NewForConfig(capCfg)
+	if err != nil {
+		return nil, fmt.Errorf("capacity client: %w", err)
+	}
+	level := cfg.CapacityOwnerrefLevel
+	if pod == "" {
+		if level >= 0 {
+			return nil, errors.New("--enable-capacity with --capacity-ownerref-level >= 0 needs the POD_NAME environment variable")
+		}
+	}
+	owner, err := capacity.Owner(ctx, kube, ns, pod, level)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := capacity.New(capacity.Config{
+		Driver: d.driver, Namespace: ns, NodeName: d.nodeName, Owner: owner,
+		PollInterval: cfg.CapacityPollInterval, Timeout: cfg.Common.Timeout,
+		ForImmediateBinding: cfg.CapacityForImmediateBinding, HasTopology: d.caps.Topology,
+	}, kube, csi.NewControllerClient(d.conn.GRPC()), factory.Storage().V1().StorageClasses().Lister(),
+		factory.Storage().V1().CSINodes().Lister(), factory.Core().V1().Nodes().Lister(), d.reg.Registerer())
+	if err != nil {
+		return nil, err
+	}
+	kick := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { ctrl.Kick() },
+		UpdateFunc: func(any, any) { ctrl.Kick() },
+		DeleteFunc: func(any) { ctrl.Kick() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{factory.Storage().V1().StorageClasses().Informer(), factory.Storage().V1().CSINodes().Informer()} {
+		if _, err := inf.AddEventHandler(kick); err != nil {
+			return nil, err
+		}
+	}
+	factory.Core().V1().Nodes().Informer()
+	return ctrl, nil
+}

@@ -1,0 +1,91 @@
+// Package app wires the provisioner: flags, clients, the CSI connection, leader election, informers, queues,
+// the HTTP server, and the controllers.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/stowage-csi/stowage/shared/flags"
+)
+
+// Config is every flag's value.
+type Config struct {
+	Common *flags.Common
+
+	Master                         string
+	VolumeNamePrefix               string
+	VolumeNameUUIDLength           int
+	CloningProtectionThreads       int
+	SnapshotOrphanSweepInterval    time.Duration
+	StrictTopology                 bool
+	ImmediateTopology              bool
+	ExtraCreateMetadata            bool
+	DefaultFSType                  string
+	ControllerPublishReadOnly      bool
+	PreventVolumeModeConversion    bool
+	EnablePprof                    bool
+	EnableCapacity                 bool
+	CapacityThreads                int
+	CapacityPollInterval           time.Duration
+	CapacityForImmediateBinding    bool
+	CapacityOwnerrefLevel          int
+	KubeAPICapacityQPS             float64
+	KubeAPICapacityBurst           int
+	NodeDeployment                 bool
+	NodeDeploymentImmediateBinding bool
+	NodeDeploymentBaseDelay        time.Duration
+	NodeDeploymentMaxDelay         time.Duration
+}
+
+// RegisterFlags adds the standard sidecar flags (with the provisioner's defaults: --timeout 10s,
+// --worker-threads 100) and the provisioner's own, with upstream's names and defaults.
+func RegisterFlags(fs *flag.FlagSet) (*Config, error) {
+	common, err := flags.Register(fs, flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100})
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{Common: common}
+	fs.StringVar(&c.Master, "master", "", "Master URL to build a client config from. Either this or kubeconfig needs to be set if the provisioner is being run out of cluster.")
+	fs.StringVar(&c.VolumeNamePrefix, "volume-name-prefix", "pvc", "Prefix to apply to the name of a created volume.")
+	fs.IntVar(&c.VolumeNameUUIDLength, "volume-name-uuid-length", -1, "Truncates generated UUID of a created volume to this length. Defaults behavior is to NOT truncate.")
+	fs.IntVar(&c.CloningProtectionThreads, "cloning-protection-threads", 1, "Number of simultaneously running threads, handling cloning finalizer removal.")
+	fs.DurationVar(&c.SnapshotOrphanSweepInterval, "snapshot-orphan-sweep-interval", 5*time.Minute, "Accepted for compatibility; Stowage releases the snapshot source finalizer when the claim finishes, so no sweep runs.")
+	fs.BoolVar(&c.StrictTopology, "strict-topology", false, "Late binding: pass only the selected node's topology to CreateVolume.")
+	fs.BoolVar(&c.ImmediateTopology, "immediate-topology", true, "Immediate binding: pass aggregated cluster topologies for all nodes where the CSI driver is available to CreateVolume.")
+	fs.BoolVar(&c.ExtraCreateMetadata, "extra-create-metadata", false, "If set, add pv/pvc metadata to plugin create requests as parameters.")
+	fs.StringVar(&c.DefaultFSType, "default-fstype", "", "The default filesystem type of the volume to provision when fstype is unspecified in the StorageClass.")
+	fs.BoolVar(&c.ControllerPublishReadOnly, "controller-publish-readonly", false, "Mark PVs readonly at ControllerPublishVolume when the PVC access mode is ReadOnlyMany.")
+	fs.BoolVar(&c.PreventVolumeModeConversion, "prevent-volume-mode-conversion", true, "Prevent an unauthorised user from changing the volume mode when restoring from a snapshot.")
+	fs.BoolVar(&c.EnablePprof, "enable-pprof", false, "Serve /debug/pprof/ on the HTTP server.")
+	fs.BoolVar(&c.EnableCapacity, "enable-capacity", false, "Publish CSIStorageCapacity objects with GetCapacity results.")
+	fs.IntVar(&c.CapacityThreads, "capacity-threads", 1, "Number of simultaneously running threads, handling CSIStorageCapacity objects.")
+	fs.DurationVar(&c.CapacityPollInterval, "capacity-poll-interval", time.Minute, "How long the provisioner waits before checking for storage capacity changes.")
+	fs.BoolVar(&c.CapacityForImmediateBinding, "capacity-for-immediate-binding", false, "Enables producing capacity information for storage classes with immediate binding.")
+	fs.IntVar(&c.CapacityOwnerrefLevel, "capacity-ownerref-level", 1, "The level indicates the number of objects that need to be traversed starting from the pod identified by the POD_NAME and NAMESPACE environment variables to reach the owning object for CSIStorageCapacity objects: -1 for no owner, 0 for the pod itself, 1 for a StatefulSet or DaemonSet, 2 for a Deployment.")
+	fs.Float64Var(&c.KubeAPICapacityQPS, "kube-api-capacity-qps", 1, "QPS to use for storage capacity updates while communicating with the Kubernetes API server.")
+	fs.IntVar(&c.KubeAPICapacityBurst, "kube-api-capacity-burst", 5, "Burst to use for storage capacity updates while communicating with the Kubernetes API server.")
+	fs.BoolVar(&c.NodeDeployment, "node-deployment", false, "Enables deploying the external-provisioner together with a CSI driver on nodes to manage node-local volumes (needs NODE_NAME).")
+	fs.BoolVar(&c.NodeDeploymentImmediateBinding, "node-deployment-immediate-binding", true, "Determines whether immediate binding is supported when deployed on each node.")
+	fs.DurationVar(&c.NodeDeploymentBaseDelay, "node-deployment-base-delay", 20*time.Second, "Accepted for compatibility; Stowage resolves the race for immediate claims with one preconditioned patch instead of delays.")
+	fs.DurationVar(&c.NodeDeploymentMaxDelay, "node-deployment-max-delay", 60*time.Second, "Accepted for compatibility (see --node-deployment-base-delay).")
+	return c, nil
+}
+
+// validate checks the provisioner's own flags after the common ones.
+func (c *Config) validate() error {
+	if err := c.Common.Validate(); err != nil {
+		return err
+	}
+	if c.VolumeNamePrefix == "" {
+		return fmt.Errorf("--volume-name-prefix must not be empty")
+	}
+	if c.CloningProtectionThreads < 1 || c.CapacityThreads < 1 {
+		return fmt.Errorf("--cloning-protection-threads and --capacity-threads must be at least 1")
+	}
+	if c.EnableCapacity && c.CapacityPollInterval <= 0 {
+		return fmt.Errorf("--capacity-poll-interval must be positive")
+	}
+	return nil
+}

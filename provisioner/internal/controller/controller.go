@@ -1,0 +1,248 @@
+// Package controller feeds the provisioner from informers: a claim queue (PVC -> CreateVolume, or clean-up of a
+// claim deleted mid-way), a volume queue (released PV -> DeleteVolume) and a clone-source queue (drops the
+// cloning-protection finalizer). Each queue has its own name, so their metrics never collide as upstream's do.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/provision"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// Syncer is what the controller drives; *provision.Provisioner implements it.
+type Syncer interface {
+	IsOurs(*v1.PersistentVolumeClaim) bool
+	IsOursPV(*v1.PersistentVolume) bool
+	SyncClaim(context.Context, *v1.PersistentVolumeClaim) error
+	SyncVolume(context.Context, *v1.PersistentVolume) error
+	SyncCloneSource(ctx context.Context, namespace, name string) error
+	ForgetClaim(uid types.UID)
+	Forget(uid types.UID)
+}
+
+// Informers are the shared informers the controller registers handlers on.
+type Informers struct {
+	Claims      cache.SharedIndexInformer
+	Volumes     cache.SharedIndexInformer
+	Classes     cache.SharedIndexInformer
+	Attachments cache.SharedIndexInformer
+}
+
+// Config sizes the workers and the slow retry.
+type Config struct {
+	Workers      int
+	CloneWorkers int
+	// SlowRetry is the wait after errors that retrying soon will not fix (--retry-interval-max).
+	SlowRetry time.Duration
+}
+
+// Controller connects informers, queues and the Syncer.
+type Controller struct {
+	cfg     Config
+	s       Syncer
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+	claimQ  workqueue.Queue[string]
+	volumeQ workqueue.Queue[string]
+	cloneQ  workqueue.Queue[string]
+}
+
+// Queues are the controller's three work queues, made by the caller (shared/workqueue.New) so their metrics
+// land in the process registry: "claims", "volumes", "clone-sources".
+type Queues struct {
+	Claims, Volumes, CloneSources workqueue.Queue[string]
+}
+
+// New registers the event handlers. Run starts the workers.
+func New(cfg Config, s Syncer, inf Informers, q Queues) (*Controller, error) {
+	c := &Controller{
+		cfg: cfg, s: s,
+		claims:  corelisters.NewPersistentVolumeClaimLister(inf.Claims.GetIndexer()),
+		volumes: corelisters.NewPersistentVolumeLister(inf.Volumes.GetIndexer()),
+		claimQ:  q.Claims, volumeQ: q.Volumes, cloneQ: q.CloneSources,
+	}
+	handlers := []struct {
+		inf cache.SharedIndexInformer
+		h   cache.ResourceEventHandlerFuncs
+	}{
+		{inf.Claims, cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { c.claimChanged(o) },
+			UpdateFunc: func(_, o any) { c.claimChanged(o) },
+			DeleteFunc: c.claimDeleted,
+		}},
+		{inf.Volumes, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.volumeChanged,
+			UpdateFunc: func(_, o any) { c.volumeChanged(o) },
+			DeleteFunc: c.volumeDeleted,
+		}},
+		{inf.Classes, cache.ResourceEventHandlerFuncs{
+			AddFunc:    c.classChanged,
+			UpdateFunc: func(_, o any) { c.classChanged(o) },
+		}},
+	}
+	if inf.Attachments != nil {
+		handlers = append(handlers, struct {
+			inf cache.SharedIndexInformer
+			h   cache.ResourceEventHandlerFuncs
+		}{inf.Attachments, cache.ResourceEventHandlerFuncs{DeleteFunc: c.attachmentDeleted}})
+	}
+	for _, h := range handlers {
+		if _, err := h.inf.AddEventHandler(h.h); err != nil {
+			return nil, fmt.Errorf("add event handler: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Run runs the workers until ctx ends; items in progress finish first (shared/workqueue drains them).
+func (c *Controller) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.claimQ, c.syncClaim) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.volumeQ, c.syncVolume) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.CloneWorkers, c.cloneQ, c.syncCloneSource) })
+	wg.Wait()
+}
+
+func (c *Controller) syncClaim(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.slowly(ctx, c.claimQ, key, c.s.SyncClaim(ctx, claim.DeepCopy()))
+}
+
+func (c *Controller) syncVolume(ctx context.Context, name string) error {
+	pv, err := c.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return c.slowly(ctx, c.volumeQ, name, c.s.SyncVolume(ctx, pv.DeepCopy()))
+}
+
+func (c *Controller) syncCloneSource(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	return c.s.SyncCloneSource(ctx, ns, name)
+}
+
+// slowly turns a slow error into one delayed retry at SlowRetry (and forgets the backoff), so bad parameters
+// cost one attempt per interval instead of an exponential series that starts at one second.
+func (c *Controller) slowly(ctx context.Context, q workqueue.Queue[string], key string, err error) error {
+	if err == nil || !provision.IsSlow(err) {
+		return err
+	}
+	klog.FromContext(ctx).V(2).Info("Retrying later", "key", key, "after", c.cfg.SlowRetry, "err", err)
+	q.AddAfter(key, c.cfg.SlowRetry)
+	return nil
+}
+
+func (c *Controller) claimChanged(o any) {
+	claim, ok := o.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	if c.s.IsOurs(claim) {
+		if key, err := cache.MetaNamespaceKeyFunc(claim); err == nil {
+			c.claimQ.Add(key)
+		}
+	}
+	c.enqueueCloneSources(claim)
+}
+
+func (c *Controller) claimDeleted(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	claim, ok := o.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return
+	}
+	c.s.ForgetClaim(claim.UID)
+	c.enqueueCloneSources(claim)
+}
+
+// enqueueCloneSources queues the clone source a claim names, and the claim itself if it is protected as one.
+func (c *Controller) enqueueCloneSources(claim *v1.PersistentVolumeClaim) {
+	for _, f := range claim.Finalizers {
+		if f == provision.CloneFinalizer {
+			c.cloneQ.Add(claim.Namespace + "/" + claim.Name)
+		}
+	}
+	ref := claim.Spec.DataSourceRef
+	if ref != nil && ref.Kind == "PersistentVolumeClaim" && (ref.APIGroup == nil || *ref.APIGroup == "") &&
+		(ref.Namespace == nil || *ref.Namespace == claim.Namespace) {
+		c.cloneQ.Add(claim.Namespace + "/" + ref.Name)
+	} else if ds := claim.Spec.DataSource; ref == nil && ds != nil && ds.Kind == "PersistentVolumeClaim" && (ds.APIGroup == nil || *ds.APIGroup == "") {
+		c.cloneQ.Add(claim.Namespace + "/" + ds.Name)
+	}
+}
+
+func (c *Controller) volumeChanged(o any) {
+	pv, ok := o.(*v1.PersistentVolume)
+	if ok && c.s.IsOursPV(pv) {
+		c.volumeQ.Add(pv.Name)
+	}
+}
+
+func (c *Controller) volumeDeleted(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	if pv, ok := o.(*v1.PersistentVolume); ok {
+		c.s.Forget(pv.UID)
+	}
+}
+
+// classChanged requeues the pending claims of a class that appeared or changed, instead of leaving them to
+// their backoff.
+func (c *Controller) classChanged(o any) {
+	class, ok := o.(*storagev1.StorageClass)
+	if !ok {
+		return
+	}
+	claims, err := c.claims.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, claim := range claims {
+		if claim.Spec.VolumeName == "" && claim.Spec.StorageClassName != nil && *claim.Spec.StorageClassName == class.Name && c.s.IsOurs(claim) {
+			c.claimQ.Add(claim.Namespace + "/" + claim.Name)
+		}
+	}
+}
+
+// attachmentDeleted requeues the PV a VolumeAttachment held back from deletion.
+func (c *Controller) attachmentDeleted(o any) {
+	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		o = t.Obj
+	}
+	va, ok := o.(*storagev1.VolumeAttachment)
+	if ok && va.Spec.Source.PersistentVolumeName != nil {
+		c.volumeQ.Add(*va.Spec.Source.PersistentVolumeName)
+	}
+}

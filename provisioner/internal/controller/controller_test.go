@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/provision"
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// recorder is a Syncer that counts calls and returns a chosen error.
+type recorder struct {
+	mu        sync.Mutex
+	claims    map[string]int
+	volumes   map[string]int
+	sources   map[string]int
+	forgotten []types.UID
+	claimErr  error
+}
+
+func (r *recorder) IsOurs(c *v1.PersistentVolumeClaim) bool {
+	return c.Annotations["volume.kubernetes.io/storage-provisioner"] == testutil.Driver
+}
+func (r *recorder) IsOursPV(pv *v1.PersistentVolume) bool { return pv.Spec.CSI != nil }
+func (r *recorder) SyncClaim(_ context.Context, c *v1.PersistentVolumeClaim) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.claims[c.Name]++
+	return r.claimErr
+}
+func (r *recorder) SyncVolume(_ context.Context, pv *v1.PersistentVolume) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.volumes[pv.Name]++
+	return nil
+}
+func (r *recorder) SyncCloneSource(_ context.Context, ns, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sources[ns+"/"+name]++
+	return nil
+}
+func (r *recorder) ForgetClaim(uid types.UID) { r.forget(uid) }
+func (r *recorder) Forget(uid types.UID)      { r.forget(uid) }
+func (r *recorder) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgotten = append(r.forgotten, uid)
+}
+
+func (r *recorder) count(m map[string]int, k string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return m[k]
+}
+
+func start(t *testing.T, r *recorder, kube *fake.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	qm, err := workqueue.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q Queues
+	for name, p := range map[string]*workqueue.Queue[string]{"claims": &q.Claims, "volumes": &q.Volumes, "clone-sources": &q.CloneSources} {
+		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: 5 * time.Millisecond, RetryIntervalMax: 20 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := New(Config{Workers: 2, CloneWorkers: 1, SlowRetry: time.Hour}, r, Informers{
+		Claims:      factory.Core().V1().PersistentVolumeClaims().Informer(),
+		Volumes:     factory.Core().V1().PersistentVolumes().Informer(),
+		Classes:     factory.Storage().V1().StorageClasses().Informer(),
+		Attachments: factory.Storage().V1().VolumeAttachments().Informer(),
+	}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+}
+
+func newRecorder() *recorder {
+	return &recorder{claims: map[string]int{}, volumes: map[string]int{}, sources: map[string]int{}}
+}
+
+func eventually(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestSlowErrorsAreNotRetriedSoon(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		wantMany bool
+	}{
+		{"ordinary error backs off from retry-interval-start", errors.New("boom"), true},
+		{"slow error waits retry-interval-max", provision.Slow(errors.New("bad parameter")), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRecorder()
+			r.claimErr = tc.err
+			kube := fake.NewClientset(testutil.Claim("ns", "data", "uid-1", "fast", "1Gi"))
+			start(t, r, kube)
+			if tc.wantMany {
+				eventually(t, "retries", func() bool { return r.count(r.claims, "data") >= 3 })
+				return
+			}
+			eventually(t, "first sync", func() bool { return r.count(r.claims, "data") >= 1 })
+			time.Sleep(300 * time.Millisecond)
+			if n := r.count(r.claims, "data"); n != 1 {
+				t.Errorf("%d syncs in 300ms, want exactly 1 (next one after SlowRetry)", n)
+			}
+		})
+	}
+}
+
+func TestEventsReachTheRightQueue(t *testing.T) {
+	r := newRecorder()
+	pvName := "pv-1"
+	clone := testutil.Claim("ns", "clone", "uid-2", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+	})
+	pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName, UID: "pv-uid"},
+		Spec: v1.PersistentVolumeSpec{PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver}}}}
+	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va"},
+		Spec: storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}}}
+	kube := fake.NewClientset(clone, pv, va)
+	start(t, r, kube)
+	eventually(t, "claim and clone source synced", func() bool {
+		return r.count(r.claims, "clone") == 1 && r.count(r.sources, "ns/src") == 1 && r.count(r.volumes, pvName) == 1
+	})
+	ctx := context.Background()
+	if err := kube.StorageV1().VolumeAttachments().Delete(ctx, "va", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "PV requeued after its VolumeAttachment went", func() bool { return r.count(r.volumes, pvName) == 2 })
+	if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted PV forgotten", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return fmt.Sprint(r.forgotten) == "[pv-uid]"
+	})
+}
