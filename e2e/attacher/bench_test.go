@@ -1,0 +1,145 @@
+//go:build bench
+
+package attacher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/stowage-csi/stowage/e2e/csimock"
+)
+
+// TestBenchAttachStorm creates 1000 VolumeAttachments (and their PersistentVolumes) at once, then starts
+// csi-attacher against an instant CSI driver and measures the seconds until all are attached (from the
+// process start, so start-up and the initial LIST are included) and the API writes per attach, counted
+// from the audit log. It runs once with upstream's default flags and once with Stowage's.
+// ATTACH_STORM_N overrides the number of VolumeAttachments.
+func TestBenchAttachStorm(t *testing.T) {
+	n := 1000
+	if s := os.Getenv("ATTACH_STORM_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("ATTACH_STORM_N=%q is not a positive number", s)
+		}
+		n = v
+	}
+	r := startRig(t)
+	admin, err := kubernetes.NewForConfig(func() *rest.Config {
+		c := r.cluster.RESTConfig()
+		c.QPS, c.Burst = 500, 1000
+		return c
+	}())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := []struct {
+		name string
+		args []string
+	}{
+		{"upstream defaults: --kube-api-qps=5 --kube-api-burst=10 --worker-threads=10", []string{"--kube-api-qps=5", "--kube-api-burst=10", "--worker-threads=10"}},
+		{"Stowage defaults", nil},
+	}
+	type row struct {
+		name         string
+		seconds      float64
+		writes       int
+		publishes    int
+		writesPerVA  float64
+		patchesOnPVs int
+	}
+	var rows []row
+	for i, run := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+		driver := fmt.Sprintf("storm%d.csi.stowage.io", i)
+		node := fmt.Sprintf("node-storm%d", i)
+		drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n0, csiNode := nodeObjects(node, driver, "mock-"+node)
+		if _, err := admin.CoreV1().Nodes().Create(ctx, n0, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		prefix := fmt.Sprintf("storm%d-", i)
+		createAll(t, ctx, admin, n, func(ctx context.Context, j int) error {
+			vol := drv.AddVolume(fmt.Sprintf("%spv-%d", prefix, j), 1<<30)
+			if _, err := admin.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			_, err := admin.StorageV1().VolumeAttachments().Create(ctx, directVA(fmt.Sprintf("%sva-%d", prefix, j), driver, vol.Name, node), metav1.CreateOptions{})
+			return err
+		})
+
+		before := r.auditWrites(t, attacherUser)
+		start := time.Now()
+		p := r.startAttacher(t, fmt.Sprintf("storm%d", i), drv.Endpoint(), run.args...)
+		err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			attached, _, err := attachedCount(ctx, admin, driver)
+			return err == nil && attached == n, nil
+		})
+		elapsed := time.Since(start)
+		if err != nil {
+			t.Fatalf("%s: not all %d VolumeAttachments attached: %v", run.name, n, err)
+		}
+		writes := since(before, r.auditWrites(t, attacherUser))
+		res := row{name: run.name, seconds: elapsed.Seconds(), writes: len(writes), publishes: drv.Calls(csimock.ControllerPublishVolume)}
+		for _, w := range writes {
+			if strings.Contains(w, "persistentvolumes") {
+				res.patchesOnPVs++
+			}
+		}
+		res.writesPerVA = float64(res.writes) / float64(n)
+		rows = append(rows, res)
+		p.signal(syscall.SIGTERM)
+		_ = p.wait(ctx)
+		drv.Stop()
+		cancel()
+	}
+	fmt.Printf("\nAttach storm: %d VolumeAttachments created at once, instant CSI driver (csimock), real kube-apiserver\n", n)
+	fmt.Printf("%-78s %10s %12s %14s %10s %12s\n", "csi-attacher flags", "seconds", "API writes", "writes/attach", "PV writes", "publishes")
+	for _, r := range rows {
+		fmt.Printf("%-78s %10.1f %12d %14.2f %10d %12d\n", r.name, r.seconds, r.writes, r.writesPerVA, r.patchesOnPVs, r.publishes)
+	}
+	fmt.Printf("(upstream external-attacher: 3 writes per first attach: PV finalizer, VA finalizer, VA status)\n\n")
+}
+
+// createAll runs create(0..n-1) on 16 goroutines.
+func createAll(t *testing.T, ctx context.Context, _ kubernetes.Interface, n int, create func(context.Context, int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range 16 {
+		wg.Go(func() {
+			for j := range next {
+				if err := create(ctx, j); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for j := range n {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("creating objects: %v", err)
+	}
+}
