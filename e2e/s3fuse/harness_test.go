@@ -39,6 +39,11 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Unprivileged users (the fd-passing test's uid 65534) must be able to run it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	binary = filepath.Join(dir, "s3-fuse")
 	cmd := exec.Command("go", "build", "-o", binary, "./cmd/s3-fuse")
 	cmd.Dir = filepath.Join(root, "s3-mounter")
@@ -86,6 +91,10 @@ func s3fuseArgs(srv *s3server.Server, bucket, dir string, extra ...string) []str
 func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...string) *mount {
 	t.Helper()
 	dir := t.TempDir()
+	// Let other users reach the mount (tests of --uid, --allow-other); the test's temp root is 0700.
+	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	m := &mount{Dir: dir, done: make(chan struct{}), output: &lockedBuffer{}}
 	m.cmd = exec.Command(binary, s3fuseArgs(srv, bucket, dir, extra...)...)
 	m.cmd.Env = srv.Env()
