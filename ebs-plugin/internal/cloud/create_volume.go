@@ -48,6 +48,7 @@ var (
 	minIOPS      = map[string]int32{"io1": 100, "io2": 100, "gp3": 3000}
 	fallbackMax  = map[string]int32{"io1": 64000, "io2": 256000, "gp3": 16000}
 	maxIOPSPerGB = map[string]int32{"io1": 50, "io2": 1000, "gp3": 500}
+	baselineIOPS = map[string]int32{"gp3": 3000}
 )
 
 // clientToken derives the EC2 idempotency token from the CSI volume name (and a bump suffix after a
@@ -242,6 +243,9 @@ func (c *Cloud) requestedIOPS(ctx context.Context, opts DiskOptions, size int32)
 	max := c.discoverMaxIOPS(ctx, opts)
 	if perGB := maxIOPSPerGB[opts.VolumeType]; perGB > 0 && int64(perGB)*int64(size) < int64(max) {
 		max = perGB * size
+		if base := baselineIOPS[opts.VolumeType]; max < base {
+			max = base // gp3 has 3000 IOPS at any size
+		}
 	}
 	if iops > max {
 		iops = max

@@ -2,6 +2,7 @@ package cloud
 
 import (
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -97,10 +98,17 @@ func snapshotFrom(s types.Snapshot) *Snapshot {
 
 func isNotFoundErr(err error) bool { return errors.Is(err, ErrNotFound) }
 
+// toTags sorts by key: a repeated CreateVolume must send byte-identical parameters, or EC2 answers
+// IdempotentParameterMismatch for its own ClientToken.
 func toTags(m map[string]string) []types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
 	tags := make([]types.Tag, 0, len(m))
-	for k, v := range m {
-		tags = append(tags, types.Tag{Key: aws.String(k), Value: aws.String(v)})
+	for _, k := range keys {
+		tags = append(tags, types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
 	}
 	return tags
 }
