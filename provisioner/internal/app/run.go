@@ -201,8 +201,14 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 		vacLister = factory.Storage().V1().VolumeAttributesClasses().Lister()
 	}
 
+	// Events get a client (and rate limiter) of their own with the same limits, so a burst of Events never
+	// delays the writes that provision volumes, and the reverse.
+	eventClient, err := kubernetes.NewForConfig(protobuf(d.restCfg))
+	if err != nil {
+		return fmt.Errorf("event client: %w", err)
+	}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: d.kube.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	host, _ := os.Hostname()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: d.driver + "_" + strings.ReplaceAll(host, "_", "-")})
