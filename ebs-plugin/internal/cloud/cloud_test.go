@@ -1,0 +1,296 @@
+package cloud
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
+)
+
+// ec2Handler answers EC2 Query requests from a table of actions: each returns the XML body inside the
+// <ActionResponse> element, or an error code and message.
+type ec2Handler struct {
+	mu      sync.Mutex
+	calls   map[string][]url.Values
+	actions map[string]func(form url.Values) (body, code, msg string)
+}
+
+func (h *ec2Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_ = r.ParseForm()
+	action := r.Form.Get("Action")
+	h.mu.Lock()
+	h.calls[action] = append(h.calls[action], r.Form)
+	fn := h.actions[action]
+	h.mu.Unlock()
+	if fn == nil {
+		http.Error(w, "unexpected action "+action, http.StatusBadRequest)
+		return
+	}
+	body, code, msg := fn(r.Form)
+	w.Header().Set("Content-Type", "text/xml")
+	if code != "" {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `<Response><Errors><Error><Code>%s</Code><Message>%s</Message></Error></Errors><RequestID>r</RequestID></Response>`, code, msg)
+		return
+	}
+	fmt.Fprintf(w, `<%sResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId>%s</%sResponse>`, action, body, action)
+}
+
+func (h *ec2Handler) count(action string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.calls[action])
+}
+
+func (h *ec2Handler) call(action string, i int) url.Values {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[action][i]
+}
+
+var fastWaits = Waits{
+	CreateInitialDelay: time.Millisecond,
+	Create:             Backoff{Initial: time.Millisecond, Factor: 1, Steps: 5},
+	Attach:             Backoff{Initial: time.Millisecond, Factor: 1, Steps: 5},
+	Modify:             Backoff{Initial: time.Millisecond, Factor: 1, Steps: 5},
+	AttachingTimeout:   time.Minute,
+	BatchDelay:         30 * time.Millisecond,
+}
+
+func newTestCloud(t *testing.T, batching bool, actions map[string]func(url.Values) (string, string, string)) (*Cloud, *ec2Handler, *metrics.Recorder) {
+	t.Helper()
+	h := &ec2Handler{calls: map[string][]url.Values{}, actions: actions}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	rec := metrics.New()
+	client := ec2.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")},
+		func(o *ec2.Options) {
+			o.BaseEndpoint = aws.String(srv.URL)
+			o.APIOptions = append(o.APIOptions, metricsMiddleware(rec))
+		})
+	return newCloud(client, Config{Batching: batching, Waits: fastWaits}), h, rec
+}
+
+func volumeXML(id, state string, size int, attachments string) string {
+	return fmt.Sprintf(`<item><volumeId>%s</volumeId><size>%d</size><availabilityZone>us-east-1a</availabilityZone><status>%s</status><volumeType>gp3</volumeType><iops>3000</iops><throughput>125</throughput><attachmentSet>%s</attachmentSet><tagSet/></item>`,
+		id, size, state, attachments)
+}
+
+func describeFrom(vols map[string]string) func(url.Values) (string, string, string) {
+	return func(f url.Values) (string, string, string) {
+		var items, missing []string
+		for i := 1; f.Get(fmt.Sprintf("VolumeId.%d", i)) != ""; i++ {
+			id := f.Get(fmt.Sprintf("VolumeId.%d", i))
+			if x, ok := vols[id]; ok {
+				items = append(items, x)
+			} else {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			return "", "InvalidVolume.NotFound", fmt.Sprintf("The volume '%s' does not exist.", strings.Join(missing, ", "))
+		}
+		return "<volumeSet>" + strings.Join(items, "") + "</volumeSet>", "", ""
+	}
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func TestCreateDiskClientTokenAndMismatchRecovery(t *testing.T) {
+	mismatch := true
+	c, h, _ := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"CreateVolume": func(f url.Values) (string, string, string) {
+			if f.Get("DryRun") == "true" {
+				t.Error("no IOPS requested, yet a DryRun was sent")
+			}
+			if mismatch {
+				mismatch = false
+				return "", "IdempotentParameterMismatch", "token reused"
+			}
+			return "<volumeId>vol-1</volumeId><size>2</size><status>creating</status>", "", ""
+		},
+		"DescribeVolumes": describeFrom(map[string]string{"vol-1": volumeXML("vol-1", "available", 2, "")}),
+	})
+	_, err := c.CreateDisk(context.Background(), "pvc-a", DiskOptions{CapacityBytes: 2 << 30, VolumeType: "gp3", AvailabilityZone: "us-east-1a"})
+	if !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("mismatch: err = %v", err)
+	}
+	d, err := c.CreateDisk(context.Background(), "pvc-a", DiskOptions{CapacityBytes: 2 << 30, VolumeType: "gp3", AvailabilityZone: "us-east-1a"})
+	if err != nil || d.VolumeID != "vol-1" || d.CapacityGiB != 2 {
+		t.Fatalf("retry: %+v %v", d, err)
+	}
+	if got := h.call("CreateVolume", 0).Get("ClientToken"); got != sha("pvc-a") {
+		t.Errorf("first token %s, want sha256(pvc-a)", got)
+	}
+	if got := h.call("CreateVolume", 1).Get("ClientToken"); got != sha("pvc-a-2") {
+		t.Errorf("token after mismatch %s, want sha256(pvc-a-2)", got)
+	}
+	f := h.call("CreateVolume", 1)
+	if f.Get("TagSpecification.1.Tag.1.Key") != "CSIVolumeName" || f.Get("TagSpecification.1.Tag.1.Value") != "pvc-a" {
+		t.Errorf("tags not sent: %v", f)
+	}
+}
+
+func TestMaxIOPSDiscoveredByDryRunAndCached(t *testing.T) {
+	var created []url.Values
+	c, h, _ := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"CreateVolume": func(f url.Values) (string, string, string) {
+			if f.Get("DryRun") == "true" {
+				if f.Get("Size") != "4" || f.Get("Iops") != "2147483647" {
+					t.Errorf("dry run form %v", f)
+				}
+				return "", "InvalidParameterValue", "Volume iops of 2147483647 is too high; maximum is 12000."
+			}
+			created = append(created, f)
+			return "<volumeId>vol-1</volumeId>", "", ""
+		},
+		"DescribeVolumes": describeFrom(map[string]string{"vol-1": volumeXML("vol-1", "available", 100, "")}),
+	})
+	for i := range 2 {
+		if _, err := c.CreateDisk(context.Background(), fmt.Sprintf("v%d", i), DiskOptions{CapacityBytes: 100 << 30, VolumeType: "gp3", IOPS: 16000, AvailabilityZone: "us-east-1a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.count("CreateVolume"); n != 3 {
+		t.Fatalf("CreateVolume calls = %d, want 1 dry run + 2 creates", n)
+	}
+	for _, f := range created {
+		if f.Get("Iops") != "12000" {
+			t.Errorf("iops %s, want the discovered maximum 12000", f.Get("Iops"))
+		}
+	}
+}
+
+func TestBatchedDescribeSurvivesNotFoundOfOneVolume(t *testing.T) {
+	c, h, _ := newTestCloud(t, true, map[string]func(url.Values) (string, string, string){
+		"DescribeVolumes": describeFrom(map[string]string{
+			"vol-a": volumeXML("vol-a", "available", 1, ""), "vol-b": volumeXML("vol-b", "in-use", 2, ""),
+		}),
+	})
+	var wg sync.WaitGroup
+	results := map[string]error{}
+	var mu sync.Mutex
+	for _, id := range []string{"vol-a", "vol-b", "vol-gone", "vol-a"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.GetDisk(context.Background(), id)
+			mu.Lock()
+			results[id] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if results["vol-a"] != nil || results["vol-b"] != nil || !errors.Is(results["vol-gone"], ErrNotFound) {
+		t.Fatalf("results %v", results)
+	}
+	if n := h.count("DescribeVolumes"); n != 2 {
+		t.Fatalf("DescribeVolumes calls = %d, want 2 (the batch, then the batch without the missing ID)", n)
+	}
+}
+
+func TestAttachPicksAnotherNameAfterAlreadyInUse(t *testing.T) {
+	attached := ""
+	c, h, _ := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"DescribeInstances": func(url.Values) (string, string, string) {
+			return `<reservationSet><item><instancesSet><item><instanceId>i-1</instanceId><blockDeviceMapping><item><deviceName>/dev/xvda</deviceName><ebs><volumeId>vol-root</volumeId></ebs></item></blockDeviceMapping></item></instancesSet></item></reservationSet>`, "", ""
+		},
+		"AttachVolume": func(f url.Values) (string, string, string) {
+			if f.Get("Device") == "/dev/xvdaa" {
+				return "", "InvalidParameterValue", "Invalid value '/dev/xvdaa' for unixDevice. Attachment point /dev/xvdaa is already in use"
+			}
+			attached = f.Get("Device")
+			return "<device>" + attached + "</device><status>attaching</status>", "", ""
+		},
+		"DescribeVolumes": func(url.Values) (string, string, string) {
+			att := fmt.Sprintf(`<item><instanceId>i-1</instanceId><device>%s</device><status>attached</status></item>`, attached)
+			return "<volumeSet>" + volumeXML("vol-1", "in-use", 1, att) + "</volumeSet>", "", ""
+		},
+	})
+	if _, err := c.AttachDisk(context.Background(), "vol-1", "i-1"); err == nil || !strings.Contains(err.Error(), "already in use") {
+		t.Fatalf("first attach: %v", err)
+	}
+	dev, err := c.AttachDisk(context.Background(), "vol-1", "i-1")
+	if err != nil || dev != "/dev/xvdab" {
+		t.Fatalf("second attach: %s %v", dev, err)
+	}
+	if h.count("AttachVolume") != 2 {
+		t.Fatalf("attach calls %d", h.count("AttachVolume"))
+	}
+}
+
+func TestDetachTreatsMissingAttachmentAsDone(t *testing.T) {
+	c, h, rec := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"DetachVolume": func(url.Values) (string, string, string) {
+			return "", "IncorrectState", "Volume 'vol-1' is in the 'available' state."
+		},
+	})
+	if err := c.DetachDisk(context.Background(), "vol-1", "i-1"); err != nil {
+		t.Fatal(err)
+	}
+	if h.count("DescribeVolumes") != 0 {
+		t.Fatal("waited for a detach that never started")
+	}
+	if got := metricValue(t, rec, "aws_ebs_csi_api_request_errors_total", "code", "IncorrectState"); got != 1 {
+		t.Fatalf("errors_total{DetachVolume,IncorrectState} = %v", got)
+	}
+}
+
+// metricValue reads one labelled counter from the recorder's registry.
+func metricValue(t *testing.T, rec *metrics.Recorder, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func TestThrottledAttemptsAreCounted(t *testing.T) {
+	throttled := false
+	c, _, rec := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"DescribeAvailabilityZones": func(url.Values) (string, string, string) {
+			if !throttled {
+				throttled = true
+				return "", "RequestLimitExceeded", "Request limit exceeded."
+			}
+			return "<availabilityZoneInfo><item><zoneName>us-east-1b</zoneName></item><item><zoneName>us-east-1a</zoneName></item></availabilityZoneInfo>", "", ""
+		},
+	})
+	zones, err := c.AvailabilityZones(context.Background())
+	if err != nil || strings.Join(zones, ",") != "us-east-1a,us-east-1b" {
+		t.Fatalf("zones %v %v", zones, err)
+	}
+	if got := metricValue(t, rec, "aws_ebs_csi_api_request_throttles_total", "operation_name", "DescribeAvailabilityZones"); got != 1 {
+		t.Fatalf("throttles = %v", got)
+	}
+}
