@@ -7,6 +7,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/config v1.33.14
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.7
 	github.com/aws/smithy-go v1.28.8
+	github.com/go-logr/logr v1.4.4
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	k8s.io/klog/v2 v2.140.0
 )
@@ -26,6 +27,5 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.7 // indirect
-	github.com/go-logr/logr v1.4.1 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

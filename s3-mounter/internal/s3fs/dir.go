@@ -143,9 +143,9 @@ func (d *DirNode) remoteLookup(ctx context.Context, name string) (entry, syscall
 		return entry{info: info}, 0
 	}
 	if listErr != nil {
-		return entry{}, s3client.ToErrno(listErr)
+		return entry{}, d.fsys.fail("lookup", key+"/", listErr)
 	}
-	return entry{}, s3client.ToErrno(headErr)
+	return entry{}, d.fsys.fail("lookup", key, headErr)
 }
 
 // childFor returns the inode for a looked-up child, reusing the existing one when its type matches.
@@ -189,7 +189,7 @@ func (d *DirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	for {
 		page, err := d.fsys.client.List(ctx, d.prefix, "/", token, 0)
 		if err != nil {
-			return nil, s3client.ToErrno(err)
+			return nil, d.fsys.fail("readdir", d.prefix, err)
 		}
 		for _, p := range page.Prefixes {
 			name := strings.TrimSuffix(strings.TrimPrefix(p, d.prefix), "/")
@@ -212,6 +212,7 @@ func (d *DirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		}
 		token = page.Next
 	}
+	d.fsys.log.V(4).Info("listed", "prefix", d.prefix, "entries", len(children))
 	d.mu.Lock()
 	d.listed = children
 	d.listedAt = time.Now()
@@ -308,8 +309,9 @@ func (d *DirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 		return syscall.EISDIR
 	}
 	if err := d.fsys.client.Delete(ctx, d.prefix+name); err != nil {
-		return s3client.ToErrno(err)
+		return d.fsys.fail("unlink", d.prefix+name, err)
 	}
+	d.fsys.log.V(4).Info("deleted", "key", d.prefix+name)
 	d.mu.Lock()
 	delete(d.listed, name)
 	d.mu.Unlock()

@@ -65,7 +65,7 @@ func (n *FileNode) refresh(ctx context.Context, force bool) syscall.Errno {
 	}
 	info, err := n.fsys.client.Head(ctx, n.key)
 	if err != nil {
-		return s3client.ToErrno(err)
+		return n.fsys.fail("head", n.key, err)
 	}
 	n.setInfo(info)
 	return 0
@@ -136,8 +136,9 @@ func (n *FileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 	n.mu.Lock()
 	info := n.info
 	n.mu.Unlock()
+	n.fsys.log.V(4).Info("open for reading", "key", n.key, "size", info.Size)
 	r := prefetch.NewReader(n.fsys.ctx, n.fsys.client, prefetch.Object{Key: n.key, ETag: info.ETag, Size: info.Size}, n.fsys.cfg.Read)
-	return &readHandle{r: r}, 0, 0
+	return &readHandle{r: r, fsys: n.fsys, key: n.key}, 0, 0
 }
 
 // startWrite turns the node into a file being written and returns its handle.
@@ -175,14 +176,17 @@ func (n *FileNode) finish(up *upload.Upload) syscall.Errno {
 	n.mu.Unlock()
 	n.parent.finishWrite(n.name, n, info, ok)
 	if err != nil {
-		return s3client.ToErrno(err)
+		return n.fsys.fail("upload", n.key, err)
 	}
+	n.fsys.log.V(4).Info("uploaded", "key", n.key, "size", info.Size, "etag", info.ETag)
 	return 0
 }
 
 // readHandle serves reads of one open file through its prefetcher.
 type readHandle struct {
-	r *prefetch.Reader
+	r    *prefetch.Reader
+	fsys *Filesystem
+	key  string
 }
 
 var (
@@ -195,7 +199,7 @@ var (
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	chunks, err := h.r.ReadAt(ctx, off, len(dest))
 	if err != nil {
-		return nil, s3client.ToErrno(err)
+		return nil, h.fsys.fail("read", h.key, err)
 	}
 	if len(chunks) == 1 {
 		return fuse.ReadResultData(chunks[0]), 0

@@ -8,8 +8,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/s3client"
@@ -54,6 +56,7 @@ type Filesystem struct {
 	ctx context.Context
 	// started is shown as directories' times: S3 keeps none for prefixes.
 	started time.Time
+	log     logr.Logger
 }
 
 // readdirGrace is how long a listing answers lookups even with --metadata-ttl minimal, so the kernel's
@@ -65,7 +68,7 @@ const maxKernelTTL = 365 * 24 * time.Hour
 
 // NewRoot returns the root directory node for cfg.
 func NewRoot(ctx context.Context, client Client, cfg Config) *DirNode {
-	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now()}
+	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx)}
 	return newDirNode(f, cfg.Prefix, false)
 }
 
@@ -157,4 +160,15 @@ func statfs(out *fuse.StatfsOut) {
 	out.Files, out.Ffree = math.MaxUint32, math.MaxUint32
 	out.Bsize, out.Frsize = 4096, 4096
 	out.NameLen = 255
+}
+
+// fail logs a failed operation (V(2) for the expected ENOENT) and returns its errno.
+func (f *Filesystem) fail(op, key string, err error) syscall.Errno {
+	errno := s3client.ToErrno(err)
+	level := 0
+	if errno == syscall.ENOENT {
+		level = 2
+	}
+	f.log.V(level).Info("operation failed", "op", op, "key", key, "errno", errno.Error(), "err", err)
+	return errno
 }
