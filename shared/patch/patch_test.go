@@ -133,7 +133,7 @@ func TestHelpersSendOneRequestOrNone(t *testing.T) {
 			}
 			var body struct {
 				Metadata map[string]json.RawMessage `json:"metadata"`
-				Spec     json.RawMessage           `json:"spec"`
+				Spec     json.RawMessage            `json:"spec"`
 			}
 			if err := json.Unmarshal(p.GetPatch(), &body); err != nil {
 				t.Fatal(err)
@@ -185,7 +185,9 @@ func TestRetryOnConflictSurvivesConcurrentWriter(t *testing.T) {
 	}
 	c.ClearActions()
 	got, err := RetryOnConflict(ctx, stored,
-		func(ctx context.Context) (*corev1.PersistentVolume, error) { return pvs.Get(ctx, stored.Name, metav1.GetOptions{}) },
+		func(ctx context.Context) (*corev1.PersistentVolume, error) {
+			return pvs.Get(ctx, stored.Name, metav1.GetOptions{})
+		},
 		func(ctx context.Context, o *corev1.PersistentVolume) (*corev1.PersistentVolume, error) {
 			return AddFinalizer(ctx, racyPatch, o, attacherFinalizer)
 		})
