@@ -1,0 +1,356 @@
+//go:build bench
+
+package s3fuse
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stowage-csi/stowage/e2e/s3server"
+)
+
+const (
+	benchSize    = 256 << 20
+	randomReads  = 2000
+	randomSize   = 4096
+	benchRuns    = 3
+	benchBufSize = 1 << 20
+)
+
+// result is one row of the table; zero means not measured.
+type result struct {
+	name                  string
+	readMiBs, writeMiBs   float64
+	randomIOPS, randomMiB float64
+	note                  string
+}
+
+// median of the runs, so one disturbed run (other builds share the 2 cores) does not decide.
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func mibps(n int64, d time.Duration) float64 { return float64(n) / (1 << 20) / d.Seconds() }
+
+// TestBenchS3Fuse measures 256 MiB sequential read and write and 4 KiB random reads through s3-fuse,
+// against the aws-sdk-go-v2 download/upload manager on the same versitygw (the limit), s3fs and
+// rclone mount. It prints a table with ratios; nothing is asserted about timing.
+func TestBenchS3Fuse(t *testing.T) {
+	srv := s3server.Start(t)
+	ctx := context.Background()
+	bucket := newBucket(t, srv)
+	src := filepath.Join(t.TempDir(), "src.bin")
+	data := make([]byte, benchSize)
+	rand.New(rand.NewSource(256)).Read(data)
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := sha256.Sum256(data)
+	uploader := manager.NewUploader(srv.Client, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 4 })
+	if _, err := uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("seq.bin"), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	offsets := make([]int64, randomReads)
+	rng := rand.New(rand.NewSource(4))
+	for i := range offsets {
+		offsets[i] = rng.Int63n(benchSize/randomSize) * randomSize
+	}
+
+	// The limit without checksum validation (what s3-fuse does), and with the SDK's default CRC
+	// validation of every GET (what harness.md measured, ~990 MiB/s).
+	rows := []result{rawSDK(t, srv.Client, "aws-sdk-go-v2 manager (limit)", bucket, data, offsets)}
+	crc := s3.New(srv.Client.Options(), func(o *s3.Options) {
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenSupported
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
+	})
+	rows = append(rows, rawSDK(t, crc, "  same, SDK default checksums", bucket, data, offsets))
+	peers := []struct {
+		name  string
+		mount func(t *testing.T) string
+	}{
+		{"s3-fuse", func(t *testing.T) string { return mountBucket(t, srv, bucket, "--allow-overwrite").Dir }},
+		{"s3fs 1.90", func(t *testing.T) string { return mountS3fs(t, srv, bucket) }},
+		{"rclone mount 1.60", func(t *testing.T) string { return mountRclone(t, srv, bucket) }},
+	}
+	ensurePeers(t)
+	for _, p := range peers {
+		t.Run(p.name, func(t *testing.T) {
+			rows = append(rows, measureMount(t, srv, p.name, p.mount, src, want, offsets))
+		})
+	}
+	printTable(rows)
+}
+
+// rawSDK measures the limit: manager.Download (16 MiB ranges, 4 at a time), manager.Upload, and one
+// ranged GET per random read.
+func rawSDK(t *testing.T, client *s3.Client, name, bucket string, data []byte, offsets []int64) result {
+	ctx := context.Background()
+	r := result{name: name}
+	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = 16 << 20; d.Concurrency = 4 })
+	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 4 })
+	var reads, writes, iops []float64
+	buf := manager.NewWriteAtBuffer(make([]byte, benchSize))
+	for run := 0; run < benchRuns; run++ {
+		start := time.Now()
+		n, err := down.Download(ctx, buf, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("seq.bin")})
+		el := time.Since(start)
+		if err != nil || n != benchSize || !bytes.Equal(buf.Bytes()[:1<<20], data[:1<<20]) {
+			t.Fatalf("download: n=%d err=%v", n, err)
+		}
+		reads = append(reads, mibps(n, el))
+		start = time.Now()
+		if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("raw-write.bin"), Body: bytes.NewReader(data)}); err != nil {
+			t.Fatal(err)
+		}
+		writes = append(writes, mibps(benchSize, time.Since(start)))
+		start = time.Now()
+		for _, off := range offsets {
+			rng := fmt.Sprintf("bytes=%d-%d", off, off+randomSize-1)
+			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("seq.bin"), Range: &rng})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, out.Body)
+			_ = out.Body.Close()
+		}
+		iops = append(iops, float64(len(offsets))/time.Since(start).Seconds())
+	}
+	r.readMiBs, r.writeMiBs, r.randomIOPS = median(reads), median(writes), median(iops)
+	r.randomMiB = r.randomIOPS * randomSize / (1 << 20)
+	return r
+}
+
+// measureMount runs the three workloads through one FUSE client. Each read uses a fresh mount so the
+// kernel page cache of an earlier run cannot serve it.
+func measureMount(t *testing.T, srv *s3server.Server, name string, mount func(t *testing.T) string, src string, want [32]byte, offsets []int64) result {
+	r := result{name: name}
+	var reads, writes, iops []float64
+	runs := benchRuns
+	if strings.HasPrefix(name, "rclone") {
+		runs = 1 // its writes run at ~18 MiB/s; one run is enough to place it
+	}
+	for run := 0; run < runs; run++ {
+		var dir string
+		t.Run(fmt.Sprintf("write-%d", run), func(t *testing.T) {
+			dir = mount(t)
+			dst := filepath.Join(dir, fmt.Sprintf("w-%d.bin", run))
+			start := time.Now()
+			if err := copyFile(src, dst); err != nil {
+				t.Fatalf("write through %s: %v", name, err)
+			}
+			writes = append(writes, mibps(benchSize, time.Since(start)))
+		})
+		t.Run(fmt.Sprintf("read-%d", run), func(t *testing.T) {
+			dir = mount(t)
+			start := time.Now()
+			n, sum, err := readFile(filepath.Join(dir, "seq.bin"), false)
+			el := time.Since(start)
+			if err != nil || n != benchSize {
+				t.Fatalf("read through %s: n=%d err=%v", name, n, err)
+			}
+			reads = append(reads, mibps(n, el))
+			if run == 0 {
+				// Verify contents once, outside the timed read.
+				fresh := mount(t)
+				if _, sum, err = readFile(filepath.Join(fresh, "seq.bin"), true); err != nil || sum != want {
+					t.Errorf("%s returned different bytes (err %v)", name, err)
+				}
+			}
+		})
+		t.Run(fmt.Sprintf("random-%d", run), func(t *testing.T) {
+			dir = mount(t)
+			f, err := os.Open(filepath.Join(dir, "seq.bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			buf := make([]byte, randomSize)
+			start := time.Now()
+			for _, off := range offsets {
+				if _, err := f.ReadAt(buf, off); err != nil {
+					t.Fatalf("random read at %d: %v", off, err)
+				}
+			}
+			iops = append(iops, float64(len(offsets))/time.Since(start).Seconds())
+		})
+	}
+	if len(reads) > 0 {
+		r.readMiBs = median(reads)
+	}
+	if len(writes) > 0 {
+		r.writeMiBs = median(writes)
+	}
+	if len(iops) > 0 {
+		r.randomIOPS = median(iops)
+		r.randomMiB = r.randomIOPS * randomSize / (1 << 20)
+	}
+	return r
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyBuffer(out, in, make([]byte, benchBufSize)); err != nil {
+		_ = out.Close()
+		return err
+	}
+	return out.Close() // completes the upload
+}
+
+func readFile(path string, hash bool) (int64, [32]byte, error) {
+	var sum [32]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, sum, err
+	}
+	defer f.Close()
+	var w io.Writer = io.Discard
+	h := sha256.New()
+	if hash {
+		w = h
+	}
+	n, err := io.CopyBuffer(w, f, make([]byte, benchBufSize))
+	copy(sum[:], h.Sum(nil))
+	return n, sum, err
+}
+
+// ensurePeers installs s3fs and rclone from Debian when they are missing.
+func ensurePeers(t *testing.T) {
+	_, e1 := exec.LookPath("s3fs")
+	_, e2 := exec.LookPath("rclone")
+	if e1 == nil && e2 == nil {
+		return
+	}
+	for _, args := range [][]string{{"update", "-qq"}, {"install", "-y", "-qq", "s3fs", "rclone"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("apt-get %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// peerProcess runs a FUSE client in the foreground and waits for its mount; cleanup unmounts it and
+// reaps the process.
+func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) {
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		if isMounted(dir) {
+			if err := syscall.Unmount(dir, 0); err != nil {
+				_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !isMounted(dir) {
+		select {
+		case <-done:
+			t.Fatalf("%s exited before mounting: %s", cmd.Path, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not mount in 30s: %s", cmd.Path, out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func mountS3fs(t *testing.T, srv *s3server.Server, bucket string) string {
+	dir := t.TempDir()
+	pw := filepath.Join(t.TempDir(), "passwd")
+	if err := os.WriteFile(pw, []byte(srv.AccessKey+":"+srv.SecretKey), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("s3fs", bucket, dir, "-f", "-o",
+		"url="+srv.Endpoint+",use_path_request_style,passwd_file="+pw+",endpoint="+s3server.Region)
+	cmd.Env = srv.Env()
+	peerProcess(t, cmd, dir)
+	return dir
+}
+
+func mountRclone(t *testing.T, srv *s3server.Server, bucket string) string {
+	dir := t.TempDir()
+	cmd := exec.Command("rclone", "mount", "vgw:"+bucket, dir)
+	// rclone 1.60 fails with AWS_CA_BUNDLE set (harness.md §3); Env() drops every AWS_* variable.
+	cmd.Env = append(srv.Env(), "RCLONE_CONFIG_VGW_TYPE=s3", "RCLONE_CONFIG_VGW_PROVIDER=Other",
+		"RCLONE_CONFIG_VGW_ENDPOINT="+srv.Endpoint, "RCLONE_CONFIG_VGW_ACCESS_KEY_ID="+srv.AccessKey,
+		"RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY="+srv.SecretKey, "RCLONE_CONFIG_VGW_REGION="+s3server.Region,
+		"RCLONE_CONFIG="+filepath.Join(t.TempDir(), "rclone.conf"))
+	peerProcess(t, cmd, dir)
+	return dir
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func printTable(rows []result) {
+	raw, s3fs := rows[0], result{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.name, "s3fs") {
+			s3fs = r
+		}
+	}
+	fmt.Printf("\ns3-fuse benchmark: 256 MiB object, %d x 4 KiB random reads, versitygw on 127.0.0.1, %d cores, median of %d runs\n",
+		randomReads, runtimeCPUs(), benchRuns)
+	fmt.Printf("%-30s %12s %9s %9s %13s %9s %9s %12s %9s\n", "client", "seq read", "vs limit", "vs s3fs", "seq write", "vs limit", "vs s3fs", "4K rand/s", "vs s3fs")
+	for _, r := range rows {
+		fmt.Printf("%-30s %7.0f MiB/s %9s %9s %8.0f MiB/s %9s %9s %12.0f %9s\n", r.name,
+			r.readMiBs, ratio(r.readMiBs, raw.readMiBs), ratio(r.readMiBs, s3fs.readMiBs),
+			r.writeMiBs, ratio(r.writeMiBs, raw.writeMiBs), ratio(r.writeMiBs, s3fs.writeMiBs),
+			r.randomIOPS, ratio(r.randomIOPS, s3fs.randomIOPS))
+	}
+	fmt.Println()
+}
+
+func runtimeCPUs() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "processor\t:")
+}
