@@ -195,6 +195,9 @@ func TestE2EPosixOperations(t *testing.T) {
 			return os.Chtimes(filepath.Join(d, "new.txt"), now, now)
 		}},
 		{name: "truncate an uploaded file", want: syscall.EPERM, op: func(d string) error { return os.Truncate(filepath.Join(d, "new.txt"), 1) }},
+		{name: "setxattr", want: syscall.EOPNOTSUPP, op: func(d string) error {
+			return unix.Setxattr(filepath.Join(d, "new.txt"), "user.k", []byte("v"), 0)
+		}},
 		{name: "statfs", want: 0, op: func(d string) error {
 			var st unix.Statfs_t
 			if err := unix.Statfs(d, &st); err != nil {
