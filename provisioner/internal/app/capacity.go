@@ -9,6 +9,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -43,12 +45,19 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 	if err != nil {
 		return nil, err
 	}
+	var (
+		csiNodes storagelisters.CSINodeLister
+		nodes    corelisters.NodeLister
+	)
+	if d.caps.Topology {
+		csiNodes, nodes = factory.Storage().V1().CSINodes().Lister(), factory.Core().V1().Nodes().Lister()
+	}
 	ctrl, err := capacity.New(capacity.Config{
 		Driver: d.driver, Namespace: ns, NodeName: d.nodeName, Owner: owner,
 		PollInterval: cfg.CapacityPollInterval, Timeout: cfg.Common.Timeout,
 		ForImmediateBinding: cfg.CapacityForImmediateBinding, HasTopology: d.caps.Topology,
 	}, kube, csi.NewControllerClient(d.conn.GRPC()), factory.Storage().V1().StorageClasses().Lister(),
-		factory.Storage().V1().CSINodes().Lister(), factory.Core().V1().Nodes().Lister(), d.reg.Registerer())
+		csiNodes, nodes, d.reg.Registerer())
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +71,5 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 			return nil, err
 		}
 	}
-	factory.Core().V1().Nodes().Informer()
 	return ctrl, nil
 }

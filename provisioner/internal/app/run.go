@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -181,15 +182,23 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	vaInf := factory.Storage().V1().VolumeAttachments()
 	csiNodeInf := factory.Storage().V1().CSINodes()
 	nodeInf := factory.Core().V1().Nodes()
-	// Only labels of Nodes are read; dropping status and managed fields keeps the cache small on big clusters.
-	if err := nodeInf.Informer().SetTransform(func(o any) (any, error) {
-		if n, ok := o.(*v1.Node); ok {
-			n.Status = v1.NodeStatus{}
-			n.ManagedFields = nil
+	// Nodes and CSINodes are cached only for topology (and capacity); only Node labels are read, so dropping
+	// status and managed fields keeps that cache small on big clusters.
+	var (
+		csiNodeLister storagelisters.CSINodeLister
+		nodeLister    corelisters.NodeLister
+	)
+	if d.caps.Topology {
+		if err := nodeInf.Informer().SetTransform(func(o any) (any, error) {
+			if n, ok := o.(*v1.Node); ok {
+				n.Status = v1.NodeStatus{}
+				n.ManagedFields = nil
+			}
+			return o, nil
+		}); err != nil {
+			return fmt.Errorf("node informer transform: %w", err)
 		}
-		return o, nil
-	}); err != nil {
-		return fmt.Errorf("node informer transform: %w", err)
+		csiNodeLister, nodeLister = csiNodeInf.Lister(), nodeInf.Lister()
 	}
 	for _, inf := range []cache.SharedIndexInformer{claimInf.Informer(), volumeInf.Informer()} {
 		if err := inf.SetTransform(stripManagedFields); err != nil {
@@ -231,7 +240,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	}, provision.Deps{
 		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.conn.GRPC()),
 		Claims: claimInf.Lister(), Volumes: volumeInf.Lister(), Classes: classInf.Lister(),
-		CSINodes: csiNodeInf.Lister(), Nodes: nodeInf.Lister(), Attachments: vaInf.Lister(),
+		CSINodes: csiNodeLister, Nodes: nodeLister, Attachments: vaInf.Lister(),
 		AttrClasses: vacLister, Recorder: recorder, Metrics: metrics.New(d.reg.Registerer()),
 	})
 
@@ -253,11 +262,6 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	if d.caps.Topology {
-		csiNodeInf.Informer()
-		nodeInf.Informer()
-	}
-
 	var capCtrl *capacity.Controller
 	if cfg.EnableCapacity {
 		if capCtrl, err = newCapacity(ctx, cfg, d, factory, qm); err != nil {
