@@ -23,7 +23,7 @@ const (
 )
 
 // startServer runs an emulator at a fast time scale for the test, closed (and its devices released) at the end.
-func startServer(t *testing.T, mod func(*Config)) *Server {
+func startServer(t testing.TB, mod func(*Config)) *Server {
 	t.Helper()
 	cfg := Config{
 		DataDir:   t.TempDir(),
@@ -39,10 +39,13 @@ func startServer(t *testing.T, mod func(*Config)) *Server {
 	return startConfig(t, cfg)
 }
 
-func startConfig(t *testing.T, cfg Config) *Server {
+func startConfig(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	logger, ctx := ktesting.NewTestContext(t)
-	cfg.Logger = logger
+	ctx := context.Background()
+	// A fuzz target's logger may not be used from inside the fuzz function; klog's global one can.
+	if _, fuzzing := t.(*testing.F); !fuzzing {
+		cfg.Logger, ctx = ktesting.NewTestContext(t)
+	}
 	s, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
