@@ -1,0 +1,265 @@
+// Package sidecar is the start-up skeleton every Stowage CSI sidecar's main calls. Run parses and validates
+// the standard flags, sets up logging, feature gates and GOMAXPROCS, builds the Kubernetes clients, connects
+// to the CSI driver and waits until it is ready, learns its name and capabilities, serves metrics and health
+// on --http-endpoint, and runs the sidecar's controllers under leader election. On SIGTERM the controllers'
+// context is cancelled; Run waits for them to drain and then releases the lease, so a standby takes over at
+// once.
+//
+// A sidecar's main:
+//
+//	func main() {
+//		ctx, stop := signals.Context(context.Background(), nil)
+//		defer stop()
+//		var cfg attacher.Config // the sidecar's own flags
+//		err := sidecar.Run(ctx, sidecar.Options{
+//			Binary:     "csi-attacher",
+//			Defaults:   flags.Defaults{Timeout: 15 * time.Second, WorkerThreads: 10},
+//			LockPrefix: "external-attacher-leader-",
+//			Args:       os.Args[1:],
+//			AddFlags:   cfg.AddFlags,
+//		}, func(ctx context.Context, env *sidecar.Env) error {
+//			return attacher.Run(ctx, env, cfg)
+//		})
+//		if err != nil {
+//			klog.ErrorS(err, "csi-attacher failed")
+//			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+//		}
+//	}
+//
+// Inside run, queues come from workqueue.New[T](env.Queues, env.QueueConfig("csi-attacher-va")) and are
+// driven by workqueue.Run(ctx, env.Flags.WorkerThreads, q, handler); both stop taking work when ctx ends and
+// return once in-flight items are done, which is when Run releases the lease.
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
+	"go.uber.org/automaxprocs/maxprocs"
+	"k8s.io/apimachinery/pkg/runtime"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/events"
+	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/httpserver"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/leaderelection"
+	"github.com/stowage-csi/stowage/shared/metrics"
+	"github.com/stowage-csi/stowage/shared/version"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// Options describe the sidecar to Run.
+type Options struct {
+	// Binary is the program name: flag set name, --version output, user agent and Event source.
+	Binary string
+	// Defaults are the sidecar's --timeout and --worker-threads defaults.
+	Defaults flags.Defaults
+	// LockPrefix is prepended to the driver name to form the Lease name (see leaderelection.LockName).
+	LockPrefix string
+	// Args are the command-line arguments without the program name.
+	Args []string
+	// AddFlags registers the sidecar's own flags (and feature gates, through common.FeatureGates) before
+	// parsing. Optional.
+	AddFlags func(fs *flag.FlagSet, common *flags.Common)
+	// Validate checks the sidecar's own flags after parsing. Optional.
+	Validate func() error
+	// EventScheme knows the types Events are recorded on; nil means client-go's built-in types.
+	EventScheme *runtime.Scheme
+	// Stdout receives --version and --help output; nil means os.Stdout.
+	Stdout io.Writer
+	// OnConnectionLoss and OnLeaseLost replace the default exits, for tests. Nil keeps upstream's behaviour:
+	// exit 1 when the CSI socket goes away or the lease is lost.
+	OnConnectionLoss func(context.Context) bool
+	OnLeaseLost      func()
+}
+
+// Env is what a sidecar's controllers get from Run.
+type Env struct {
+	Binary string
+	Flags  *flags.Common
+	// Clients are the main (protobuf) and leader election clientsets; build CRD clients from
+	// kubeclient.ForCRDs(Clients.Config).
+	Clients *kubeclient.Clients
+	// CSI is the driver connection; every call through it is measured and should be bounded by
+	// CSI.WithTimeout.
+	CSI            *csiconn.Conn
+	DriverName     string
+	PluginCaps     csiconn.PluginCapabilities
+	ControllerCaps csiconn.ControllerCapabilities
+	// Metrics is the process registry served at --metrics-path; register the sidecar's own metrics here.
+	Metrics *metrics.Registry
+	// Queues names and measures work queues: workqueue.New[T](env.Queues, env.QueueConfig(name)).
+	Queues *workqueue.Metrics
+	// Events records Kubernetes Events with Binary as the source.
+	Events *events.Recorder
+	// HTTP is the diagnostics server, nil without --http-endpoint/--metrics-address.
+	HTTP *httpserver.Server
+}
+
+// QueueConfig returns a queue configuration with the --retry-interval-start/max backoff.
+func (e *Env) QueueConfig(name string) workqueue.Config {
+	return workqueue.Config{Name: name, RetryIntervalStart: e.Flags.RetryIntervalStart, RetryIntervalMax: e.Flags.RetryIntervalMax}
+}
+
+// Run starts the sidecar and calls run under leader election; see the package documentation. It returns nil
+// after --version or --help, and after a graceful shutdown.
+func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) (err error) {
+	stdout := o.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	fs := flag.NewFlagSet(o.Binary, flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	common, err := flags.Register(fs, o.Defaults)
+	if err != nil {
+		return err
+	}
+	if o.AddFlags != nil {
+		o.AddFlags(fs, common)
+	}
+	if err := fs.Parse(o.Args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if common.ShowVersion {
+		return version.Print(stdout, o.Binary)
+	}
+	if err := common.Validate(); err != nil {
+		return err
+	}
+	if o.Validate != nil {
+		if err := o.Validate(); err != nil {
+			return fmt.Errorf("invalid flags: %w", err)
+		}
+	}
+	if err := logsapi.ValidateAndApply(common.Logging, common.FeatureGates); err != nil {
+		return fmt.Errorf("setting up logging: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting", "binary", o.Binary, "version", version.Version)
+	if common.Automaxprocs {
+		undo, err := maxprocs.Set(maxprocs.Logger(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }))
+		if err != nil {
+			logger.Error(err, "Setting GOMAXPROCS from the CPU quota failed; keeping the default")
+		}
+		defer undo()
+	}
+	if common.MetricsAddress != "" {
+		logger.Info("--metrics-address is deprecated, use --http-endpoint")
+	}
+
+	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
+	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
+		return err
+	}
+	env.Clients, err = kubeclient.New(kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
+		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)})
+	if err != nil {
+		return err
+	}
+
+	// The HTTP server outlives the controllers' ctx: it keeps answering while work drains.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	var serving sync.WaitGroup
+	defer func() {
+		stopServing()
+		serving.Wait()
+	}()
+	if endpoint := common.Endpoint(); endpoint != "" {
+		if env.HTTP, err = httpserver.Listen(endpoint); err != nil {
+			return err
+		}
+		env.HTTP.Handle(common.MetricsPath, env.Metrics.Handler())
+		serving.Go(func() {
+			if err := env.HTTP.Serve(serveCtx); err != nil {
+				logger.Error(err, "HTTP endpoint failed")
+			}
+		})
+	}
+
+	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("",
+		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false))
+	if env.CSI, err = csiconn.Connect(ctx, csiconn.Options{Address: common.CSIAddress, Timeout: common.Timeout,
+		Metrics: csiMetrics, OnConnectionLoss: o.OnConnectionLoss}); err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := env.CSI.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the CSI connection: %w", cerr)
+		}
+	}()
+	if err := discover(ctx, env, csiMetrics); err != nil {
+		return err
+	}
+	logger = logger.WithValues("driver", env.DriverName)
+	ctx = klog.NewContext(ctx, logger)
+
+	// Events keep flowing while work drains; they stop when Run returns.
+	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
+	if env.Events, err = events.New(eventsCtx, env.Clients.Kube, events.Options{Component: o.Binary, Scheme: o.EventScheme}); err != nil {
+		return err
+	}
+	defer env.Events.Shutdown()
+
+	elector, err := leaderelection.New(leaderelection.Config{
+		Enabled:       common.LeaderElection,
+		Client:        env.Clients.LeaderElection,
+		LockName:      leaderelection.LockName(o.LockPrefix, env.DriverName),
+		Namespace:     leaderelection.ResolveNamespace(common.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile),
+		Labels:        common.LeaderElectionLabels,
+		LeaseDuration: common.LeaderElectionLeaseDuration,
+		RenewDeadline: common.LeaderElectionRenewDeadline,
+		RetryPeriod:   common.LeaderElectionRetryPeriod,
+		ReleaseOnExit: common.FeatureGates.Enabled(flags.ReleaseLeaderElectionOnExit),
+		Registerer:    env.Metrics.Registerer(),
+		OnLost:        o.OnLeaseLost,
+	})
+	if err != nil {
+		return err
+	}
+	if env.HTTP != nil && common.LeaderElection {
+		env.HTTP.HandleCheck(leaderelection.HealthzPath, elector.Check)
+	}
+	return elector.Run(ctx, func(ctx context.Context) error { return run(ctx, env) })
+}
+
+// discover waits for the driver and reads what it is, as every upstream sidecar does at start-up.
+func discover(ctx context.Context, env *Env, csiMetrics csimetrics.CSIMetricsManager) error {
+	if err := env.CSI.ProbeUntilReady(ctx); err != nil {
+		return err
+	}
+	name, err := env.CSI.DriverName(ctx)
+	if err != nil {
+		return err
+	}
+	env.DriverName = name
+	csiMetrics.SetDriverName(name)
+	if env.PluginCaps, err = env.CSI.PluginCapabilities(ctx); err != nil {
+		return err
+	}
+	env.ControllerCaps = csiconn.ControllerCapabilities{}
+	// A node-only driver need not implement ControllerGetCapabilities.
+	if env.PluginCaps.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) {
+		if env.ControllerCaps, err = env.CSI.ControllerCapabilities(ctx); err != nil {
+			return err
+		}
+	}
+	klog.FromContext(ctx).Info("CSI driver is ready", "driver", name)
+	return nil
+}

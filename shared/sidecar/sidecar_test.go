@@ -1,0 +1,168 @@
+package sidecar
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	logsapi "k8s.io/component-base/logs/api/v1"
+
+	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/testutil"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// kubeconfig points at a closed port: Run builds clients but these tests never reach the API server.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	content := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n" +
+		"contexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// resetLogging undoes logsapi.ValidateAndApply, which refuses a second configuration in one process.
+func resetLogging(t *testing.T) {
+	t.Cleanup(func() {
+		if err := logsapi.ResetForTest(nil); err != nil {
+			t.Errorf("resetting logging: %v", err)
+		}
+	})
+}
+
+func options(args ...string) Options {
+	return Options{
+		Binary:           "csi-test",
+		Defaults:         flags.Defaults{Timeout: 15 * time.Second, WorkerThreads: 10},
+		LockPrefix:       "external-test-leader-",
+		Args:             args,
+		Stdout:           io.Discard,
+		OnConnectionLoss: func(context.Context) bool { return false },
+		OnLeaseLost:      func() {},
+	}
+}
+
+func TestRunStopsEarly(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantErr    string
+		wantStdout string
+	}{
+		{name: "version", args: []string{"--version"}, wantStdout: "csi-test dev\n"},
+		{name: "single dash version", args: []string{"-version"}, wantStdout: "csi-test dev\n"},
+		{name: "help", args: []string{"-h"}, wantStdout: "-csi-address"},
+		{name: "both endpoints", args: []string{"--http-endpoint=:1", "--metrics-address=:2"}, wantErr: "only one of --metrics-address and --http-endpoint"},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+		{name: "own validation", args: []string{"--sidecar-flag=bad"}, wantErr: "--sidecar-flag"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			o := options(tt.args...)
+			o.Stdout = &out
+			var own string
+			o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&own, "sidecar-flag", "good", "test flag") }
+			o.Validate = func() error {
+				if own != "good" {
+					return errors.New("--sidecar-flag must be good")
+				}
+				return nil
+			}
+			err := Run(context.Background(), o, func(context.Context, *Env) error {
+				t.Error("run was called")
+				return nil
+			})
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Run() = %v, want error containing %q", err, tt.wantErr)
+			}
+			if !strings.Contains(out.String(), tt.wantStdout) {
+				t.Errorf("stdout %q lacks %q", out.String(), tt.wantStdout)
+			}
+		})
+	}
+}
+
+func TestRunGivesEnvToControllers(t *testing.T) {
+	resetLogging(t)
+	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{
+		Name:           "hostpath.csi.k8s.io",
+		NotReadyProbes: 1,
+		PluginServices: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE},
+		ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME},
+	})
+	o := options("-csi-address", driver.Address, "--kubeconfig", kubeconfig(t), "--http-endpoint=127.0.0.1:0",
+		"--timeout=3s", "--worker-threads=4", "--retry-interval-max=1m", "-v=2")
+	sentinel := errors.New("controllers stopped")
+	var metricsURL string
+	err := Run(context.Background(), o, func(ctx context.Context, env *Env) error {
+		if env.DriverName != "hostpath.csi.k8s.io" {
+			t.Errorf("driver name %q", env.DriverName)
+		}
+		if !env.PluginCaps.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) ||
+			!env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME) {
+			t.Errorf("capabilities %v %v", env.PluginCaps, env.ControllerCaps)
+		}
+		if env.Flags.WorkerThreads != 4 || env.CSI.Timeout() != 3*time.Second {
+			t.Errorf("workers %d timeout %s", env.Flags.WorkerThreads, env.CSI.Timeout())
+		}
+		if env.Events == nil || env.Clients == nil || env.HTTP == nil {
+			t.Fatal("env lacks events, clients or the HTTP server")
+		}
+		q, err := workqueue.New[string](env.Queues, env.QueueConfig("csi-test-va"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.ShutDown()
+		q.Add("va")
+		if _, err := workqueue.New[string](env.Queues, env.QueueConfig("csi-test-va")); err == nil {
+			t.Error("a second queue with the same name was accepted")
+		}
+
+		metricsURL = env.HTTP.URL("/metrics")
+		resp, err := http.Get(metricsURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		for _, want := range []string{
+			`csi_sidecar_operations_seconds_count{driver_name="hostpath.csi.k8s.io",grpc_status_code="OK",method_name="/csi.v1.Controller/ControllerGetCapabilities"} 1`,
+			`workqueue_adds_total{name="csi-test-va"} 1`,
+			"process_start_time_seconds",
+		} {
+			if !strings.Contains(string(body), want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+		if resp, err := http.Get(env.HTTP.URL("/healthz/leader-election")); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("leader election health check served without leader election: %d", resp.StatusCode)
+			}
+		}
+		return sentinel
+	})
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("Run() = %v, want the controllers' error", err)
+	}
+	if _, err := http.Get(metricsURL); err == nil {
+		t.Error("HTTP endpoint still serving after Run returned")
+	}
+}
