@@ -1,0 +1,118 @@
+package provision
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+)
+
+func snapshotPair(mods ...func(*snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent)) (*snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent) {
+	ready, content, handle := true, "content-1", "snap-123"
+	size := resource.MustParse("1Gi")
+	fs := v1.PersistentVolumeFilesystem
+	vs := &snapv1.VolumeSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "snap", UID: "vs-uid", ResourceVersion: "1", Finalizers: []string{"snapshot.storage.kubernetes.io/volumesnapshot-bound-protection"}},
+		Status:     &snapv1.VolumeSnapshotStatus{ReadyToUse: &ready, BoundVolumeSnapshotContentName: &content, RestoreSize: &size},
+	}
+	vsc := &snapv1.VolumeSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: content},
+		Spec: snapv1.VolumeSnapshotContentSpec{
+			Driver:            testutil.Driver,
+			VolumeSnapshotRef: v1.ObjectReference{Namespace: "ns", Name: "snap", UID: "vs-uid"},
+			SourceVolumeMode:  &fs,
+		},
+		Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: &handle},
+	}
+	for _, m := range mods {
+		m(vs, vsc)
+	}
+	return vs, vsc
+}
+
+func TestRestoreFromSnapshot(t *testing.T) {
+	block := v1.PersistentVolumeBlock
+	tests := []struct {
+		name      string
+		mod       func(*snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent)
+		claimMod  func(*v1.PersistentVolumeClaim)
+		wantErr   bool
+		wantSlow  bool
+		wantSnaps bool // CreateVolume got the snapshot as content source
+	}{
+		{name: "ready snapshot of this driver", wantSnaps: true},
+		{name: "not ready", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) { f := false; vs.Status.ReadyToUse = &f }, wantErr: true},
+		{name: "being deleted", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) {
+			now := metav1.Now()
+			vs.DeletionTimestamp = &now
+		}, wantErr: true},
+		{name: "other driver", mod: func(_ *snapv1.VolumeSnapshot, c *snapv1.VolumeSnapshotContent) { c.Spec.Driver = "other" }, wantErr: true, wantSlow: true},
+		{name: "content bound elsewhere", mod: func(_ *snapv1.VolumeSnapshot, c *snapv1.VolumeSnapshotContent) { c.Spec.VolumeSnapshotRef.Name = "x" }, wantErr: true},
+		{name: "restore size larger than the claim", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) {
+			q := resource.MustParse("2Gi")
+			vs.Status.RestoreSize = &q
+		}, wantErr: true, wantSlow: true},
+		{name: "volume mode change refused", claimMod: func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block }, wantErr: true, wantSlow: true},
+		{name: "volume mode change allowed by the content", claimMod: func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block },
+			mod: func(_ *snapv1.VolumeSnapshot, c *snapv1.VolumeSnapshotContent) {
+				c.Annotations = map[string]string{annAllowVolumeModeChange: "true"}
+			}, wantSnaps: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mods []func(*snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent)
+			if tc.mod != nil {
+				mods = append(mods, tc.mod)
+			}
+			vs, vsc := snapshotPair(mods...)
+			g := snapshotGroup
+			claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+				c.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &g, Kind: "VolumeSnapshot", Name: "snap"}
+			})
+			if tc.claimMod != nil {
+				tc.claimMod(claim)
+			}
+			h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+			snaps := snapfake.NewSimpleClientset(vs, vsc)
+			h.p.Snapshots = snaps
+			err := h.p.SyncClaim(context.Background(), claim.DeepCopy())
+			if (err != nil) != tc.wantErr || IsSlow(err) != tc.wantSlow {
+				t.Fatalf("err %v (slow %v), want err %v slow %v", err, IsSlow(err), tc.wantErr, tc.wantSlow)
+			}
+			if tc.wantErr {
+				if len(h.csi.Creates) != 0 || len(h.actions()) != 0 {
+					t.Errorf("refused restore still called CreateVolume %d times / wrote %q", len(h.csi.Creates), h.actions())
+				}
+				return
+			}
+			if got := h.csi.Creates[0].VolumeContentSource.GetSnapshot().GetSnapshotId(); got != "snap-123" {
+				t.Errorf("content source snapshot %q", got)
+			}
+			// The as-source finalizer was added before CreateVolume and released once the claim finished.
+			var added, removed bool
+			for _, a := range snaps.Actions() {
+				if a.GetVerb() == "patch" {
+					if !added {
+						added = true
+					} else {
+						removed = true
+					}
+				}
+			}
+			got, err := snaps.SnapshotV1().VolumeSnapshots("ns").Get(context.Background(), "snap", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !added || !removed || slices.Contains(got.Finalizers, SnapshotSourceFinalizer) || len(got.Finalizers) != 1 {
+				t.Errorf("as-source finalizer added %v removed %v; finalizers now %v", added, removed, got.Finalizers)
+			}
+		})
+	}
+}
