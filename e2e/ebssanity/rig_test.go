@@ -1,0 +1,189 @@
+//go:build e2e || bench
+
+package ebssanity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/stowage-csi/stowage/e2e/ec2sim"
+)
+
+const (
+	testRegion = "us-east-1"
+	testZone   = "us-east-1a"
+)
+
+// buildPlugin compiles ../../ebs-plugin/cmd/ebs-plugin into a temporary directory.
+func buildPlugin(t testing.TB) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "ebs-plugin")
+	src, err := filepath.Abs("../../ebs-plugin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/ebs-plugin")
+	cmd.Dir = src
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ebs-plugin: %v\n%s", err, b)
+	}
+	return out
+}
+
+func randomHex(n int) string {
+	b := make([]byte, (n+1)/2)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+// startSim starts the EC2 emulator with the given instances; it is closed (loop devices and links removed)
+// when the test ends.
+func startSim(t testing.TB, timeScale float64, instances []ec2sim.Instance) (*ec2sim.Server, string) {
+	t.Helper()
+	dir := t.TempDir()
+	linkDir := filepath.Join(dir, "by-id")
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := ec2sim.Start(ctx, ec2sim.Config{
+		Listen: "127.0.0.1:0", DataDir: filepath.Join(dir, "ec2"), Region: testRegion,
+		Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}, Instances: instances,
+		DeviceLinkDir: linkDir, TimeScale: timeScale,
+	})
+	if err != nil {
+		cancel()
+		t.Fatalf("start ec2sim: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close ec2sim: %v", err)
+		}
+		cancel()
+	})
+	return srv, linkDir
+}
+
+// pluginEnv is the plugin's whole environment: nothing is inherited, so AWS_CA_BUNDLE, AWS_PROFILE and any
+// real credentials of the machine cannot leak in. creds adds static test credentials.
+func pluginEnv(t testing.TB, sim *ec2sim.Server, instanceID string, creds bool) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + t.TempDir(),
+		"AWS_REGION=" + testRegion,
+		"AWS_EC2_ENDPOINT=" + sim.URL(),
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+	}
+	if instanceID != "" {
+		env = append(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT="+sim.IMDSURL(instanceID))
+	}
+	if creds {
+		env = append(env, "AWS_ACCESS_KEY_ID=AKIDSTOWAGETEST", "AWS_SECRET_ACCESS_KEY=stowage-test-secret")
+	}
+	return env
+}
+
+type plugin struct {
+	socket  string
+	metrics string
+	conn    *grpc.ClientConn
+}
+
+// startPlugin runs the binary and waits until it answers Probe. It is stopped with SIGTERM (then SIGKILL)
+// when the test ends.
+func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ebs-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	p := &plugin{socket: filepath.Join(dir, "csi.sock")}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.metrics = ln.Addr().String()
+	_ = ln.Close()
+	args = append(args, "--endpoint=unix://"+p.socket, "--http-endpoint="+p.metrics, "--v=4")
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "plugin.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start ebs-plugin: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		_ = logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logFile.Name()); err == nil {
+				lines := strings.Split(string(b), "\n")
+				if len(lines) > 200 {
+					lines = lines[len(lines)-200:]
+				}
+				t.Logf("ebs-plugin log (tail):\n%s", strings.Join(lines, "\n"))
+			}
+		}
+	})
+	conn, err := grpc.NewClient("unix://"+p.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	p.conn = conn
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{})
+		cancel()
+		if err == nil {
+			return p
+		}
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logFile.Name())
+			t.Fatalf("ebs-plugin exited before serving: %v\n%s", err, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ebs-plugin did not answer Probe within 60s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// idGen makes IDs in EC2's shapes, so "does not exist" cases reach the emulator instead of being refused
+// by the driver's ID check alone.
+type idGen struct{}
+
+func (idGen) GenerateUniqueValidVolumeID() string { return "vol-0" + randomHex(16) }
+func (idGen) GenerateInvalidVolumeID() string     { return "not-a-volume-id" }
+func (idGen) GenerateUniqueValidNodeID() string   { return "i-0" + randomHex(16) }
+func (idGen) GenerateInvalidNodeID() string       { return "not-an-instance-id" }
+
+func fmtBytes(n int64) string { return fmt.Sprintf("%d GiB", n>>30) }
