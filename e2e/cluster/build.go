@@ -178,7 +178,8 @@ func goBuild(ctx context.Context, modDir, binDir string, names, pkgs []string) e
 	}
 	defer os.RemoveAll(scratch)
 
-	args := append([]string{"build", "-o", scratch + string(filepath.Separator)}, pkgs...)
+	// No VCS stamp: the binaries are the same wherever the repository is checked out.
+	args := append([]string{"build", "-buildvcs=false", "-o", scratch + string(filepath.Separator)}, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "GOWORK=off")
@@ -201,6 +202,10 @@ func goBuild(ctx context.Context, modDir, binDir string, names, pkgs []string) e
 	for {
 		select {
 		case err := <-done:
+			if ctx.Err() != nil {
+				return fmt.Errorf("go build stopped after %s (a cold build needs more time; go test's default -timeout is 10m): %w",
+					time.Since(start).Round(time.Second), ctx.Err())
+			}
 			if err != nil {
 				return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
 			}

@@ -1,0 +1,44 @@
+// Package clustertest starts a control plane (package cluster) for one test, in one line.
+package clustertest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stowage-csi/stowage/e2e/cluster"
+)
+
+// startTimeout covers a cold build of the binaries (minutes on 2 cores) plus the start itself.
+const startTimeout = 40 * time.Minute
+
+// cleanupMargin is left before the test binary's deadline so a start that runs out of time fails with
+// its own error, and Stop still runs, instead of the test binary panicking.
+const cleanupMargin = 30 * time.Second
+
+// Start starts a control plane for t and stops it when t ends. If t failed, the tail of each component's
+// log is logged first. Call it only from e2e tests (files behind the e2e build tag).
+func Start(t testing.TB) *cluster.Cluster {
+	t.Helper()
+	deadline := time.Now().Add(startTimeout)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if testDeadline, set := d.Deadline(); set && testDeadline.Add(-cleanupMargin).Before(deadline) {
+			deadline = testDeadline.Add(-cleanupMargin)
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Options{})
+	if err != nil {
+		t.Fatalf("start control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("control plane logs:\n%s", c.LogTail(30))
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
+	return c
+}
