@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -204,4 +206,47 @@ func fuseServerPID(t *testing.T, dir string) int {
 	}
 	t.Fatalf("no s3-fuse process serves %s", dir)
 	return 0
+}
+
+// TestE2EMetadataTTL checks --metadata-ttl: with "indefinite" a changed or deleted object keeps its
+// cached metadata; with "minimal" every stat sees S3's current state.
+func TestE2EMetadataTTL(t *testing.T) {
+	srv := s3server.Start(t)
+	ctx := context.Background()
+	bucket := newBucket(t, srv)
+	if err := srv.PutObject(ctx, bucket, "m.txt", []byte("v1")); err != nil {
+		t.Fatal(err)
+	}
+	cached := mountBucket(t, srv, bucket, "--metadata-ttl", "indefinite")
+	fresh := mountBucket(t, srv, bucket, "--metadata-ttl", "minimal")
+	size := func(m *mount) (int64, error) {
+		st, err := os.Stat(filepath.Join(m.Dir, "m.txt"))
+		if err != nil {
+			return 0, err
+		}
+		return st.Size(), nil
+	}
+	for _, m := range []*mount{cached, fresh} {
+		if n, err := size(m); err != nil || n != 2 {
+			t.Fatalf("first stat: %d, %v", n, err)
+		}
+	}
+	if err := srv.PutObject(ctx, bucket, "m.txt", []byte("version2")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := size(cached); err != nil || n != 2 {
+		t.Errorf("indefinite TTL: size %d, %v after the object changed; want the cached 2", n, err)
+	}
+	if n, err := size(fresh); err != nil || n != 8 {
+		t.Errorf("minimal TTL: size %d, %v after the object changed; want 8", n, err)
+	}
+	if _, err := srv.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: strPtr("m.txt")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := size(fresh); !os.IsNotExist(err) {
+		t.Errorf("minimal TTL: stat after delete: %v, want ENOENT", err)
+	}
+	if _, err := size(cached); err != nil {
+		t.Errorf("indefinite TTL: stat after delete: %v, want the cached entry", err)
+	}
 }

@@ -82,6 +82,11 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
 	}
+	if !cfg.IsFDMount() {
+		if err := setReadAhead(cfg.MountPoint, kernelReadAheadKiB); err != nil {
+			logger.V(2).Info("cannot raise the kernel readahead", "err", err)
+		}
+	}
 	logger.Info("serving", "bucket", cfg.Bucket, "prefix", cfg.Prefix, "mountpoint", cfg.MountPoint)
 	readyCalled = true
 	ready(nil)
