@@ -1,0 +1,140 @@
+//go:build bench
+
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/csimock"
+)
+
+// TestBenchProvisionStorm creates N PVCs (default 1000, STOWAGE_BENCH_PVCS) at once against a real API server
+// with an instant CSI driver, and measures the seconds until all are Bound and the API requests csi-provisioner
+// sent per PVC (through a counting proxy; Lease renewals excluded), at upstream's default client limits
+// (--kube-api-qps=5 --kube-api-burst=10) and at Stowage's defaults. kube-controller-manager gets high limits so
+// its binder is not what is measured.
+func TestBenchProvisionStorm(t *testing.T) {
+	n := 1000
+	if v := os.Getenv("STOWAGE_BENCH_PVCS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("STOWAGE_BENCH_PVCS=%q", v)
+		}
+	}
+	runs := []struct {
+		name  string
+		flags []string
+	}{
+		{"upstream defaults (qps 5, burst 10)", []string{"--kube-api-qps=5", "--kube-api-burst=10"}},
+		{"Stowage defaults (qps 20, burst 100)", nil},
+	}
+	type result struct {
+		seconds                         float64
+		requests, writes, events, reads float64
+	}
+	results := make([]result, len(runs))
+	for i, run := range runs {
+		t.Run(run.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+			defer cancel()
+			c, err := cluster.Start(ctx, cluster.Options{ControllerManagerArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Stop() })
+			kube := adminClient(t, c)
+			drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(drv.Stop)
+			if _, err := kube.StorageV1().StorageClasses().Create(ctx, storageClass("storm", storagev1.VolumeBindingImmediate, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			ns := "storm"
+			if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			kc, counter := countingKubeconfig(t, serviceAccountKubeconfig(t, c))
+			p := startProvisioner(t, kc, drv.Endpoint(), run.flags...)
+			waitFor(t, 2*time.Minute, "provisioner caches synced", func() (bool, error) {
+				return strings.Contains(p.logTail(200), "Caches synced"), nil
+			})
+			time.Sleep(time.Second)
+			base := [4]int64{counter.total.Load(), counter.writes.Load(), counter.events.Load(), counter.watches.Load()}
+
+			start := time.Now()
+			var wg sync.WaitGroup
+			work := make(chan int)
+			errs := make(chan error, n)
+			for range 32 {
+				wg.Go(func() {
+					for i := range work {
+						if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, fmt.Sprintf("pvc-%04d", i), "storm", "1Gi"), metav1.CreateOptions{}); err != nil {
+							errs <- err
+						}
+					}
+				})
+			}
+			for i := range n {
+				work <- i
+			}
+			close(work)
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			waitFor(t, 24*time.Minute, fmt.Sprintf("%d claims bound", n), func() (bool, error) {
+				list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil {
+					return false, err
+				}
+				bound := 0
+				for _, c := range list.Items {
+					if c.Status.Phase == v1.ClaimBound {
+						bound++
+					}
+				}
+				return bound == n, nil
+			})
+			elapsed := time.Since(start)
+			// Let the last releases of the provisioning intent land before counting.
+			time.Sleep(2 * time.Second)
+			total := counter.total.Load() - base[0]
+			writes := counter.writes.Load() - base[1]
+			events := counter.events.Load() - base[2]
+			watches := counter.watches.Load() - base[3]
+			fn := float64(n)
+			results[i] = result{
+				seconds: elapsed.Seconds(), requests: float64(total) / fn, writes: float64(writes-events) / fn,
+				events: float64(events) / fn, reads: float64(total-writes-watches) / fn,
+			}
+			if vols := len(drv.Volumes()); vols != n {
+				t.Errorf("driver holds %d volumes for %d claims", vols, n)
+			}
+		})
+	}
+	fmt.Printf("\ncsi-provisioner provision storm: %d PVCs, Immediate binding, instant CSI driver, real kube-apiserver\n", n)
+	fmt.Printf("%-38s %12s %9s %14s %12s %12s %11s\n", "client limits", "s to Bound", "PVCs/s", "requests/PVC", "writes/PVC", "events/PVC", "GETs/PVC")
+	for i, r := range results {
+		rate := 0.0
+		if r.seconds > 0 {
+			rate = float64(n) / r.seconds
+		}
+		fmt.Printf("%-38s %12.1f %9.1f %14.2f %12.2f %12.2f %11.2f\n", runs[i].name, r.seconds, rate, r.requests, r.writes, r.events, r.reads)
+	}
+	fmt.Println("writes: PVC intent patch, PV create, intent release; events: Provisioning + ProvisioningSucceeded (own client).")
+}

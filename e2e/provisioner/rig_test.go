@@ -1,0 +1,318 @@
+//go:build e2e || bench
+
+package provisioner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/stowage-csi/stowage/e2e/cluster"
+)
+
+const (
+	driverName  = "mock.csi.stowage.io"
+	namespace   = "kube-system" // where deploy/rbac/csi-provisioner.yaml puts the ServiceAccount and Lease
+	saName      = "csi-provisioner"
+	intentKey   = "provisioner.stowage-csi.io/volume-being-created"
+	pvFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
+	zoneKey     = "topology.mock.csi.stowage.io/zone"
+)
+
+// repoRoot is the folder holding go.work.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.work")); err != nil {
+		t.Fatalf("repository root not found from %s: %v", dir, err)
+	}
+	return dir
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// provisionerBinary builds csi-provisioner once per test binary.
+func provisionerBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "csi-provisioner-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "csi-provisioner")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/csi-provisioner")
+		cmd.Dir = filepath.Join(repoRoot(t), "provisioner")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build csi-provisioner: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// serviceAccountKubeconfig applies the provisioner's RBAC and returns a kubeconfig for its ServiceAccount.
+func serviceAccountKubeconfig(t testing.TB, c *cluster.Cluster) string {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Apply(ctx, filepath.Join(repoRoot(t), "deploy", "rbac", "csi-provisioner.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := c.ServiceAccountKubeconfig(ctx, namespace, saName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// process is one running csi-provisioner.
+type process struct {
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	mu      *sync.Mutex
+	httpURL string
+	done    chan struct{}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// startProvisioner runs csi-provisioner with the given kubeconfig and CSI endpoint plus extra flags, with leader
+// election on (short lease, so a replacement for a killed process takes over quickly) and an HTTP endpoint.
+// It is killed when t ends; its log is printed if t failed.
+func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string) *process {
+	t.Helper()
+	port := freePort(t)
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--csi-address=" + endpoint,
+		"--leader-election", "--leader-election-namespace=" + namespace,
+		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
+		"--http-endpoint=127.0.0.1:" + port,
+		"--retry-interval-start=200ms", "--retry-interval-max=10s",
+		"-v=2",
+	}, extra...)
+	p := &process{log: &bytes.Buffer{}, mu: &sync.Mutex{}, httpURL: "http://127.0.0.1:" + port, done: make(chan struct{})}
+	p.cmd = exec.Command(provisionerBinary(t), args...)
+	p.cmd.Stdout = lockedWriter{p.mu, p.log}
+	p.cmd.Stderr = lockedWriter{p.mu, p.log}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("csi-provisioner (pid %d) log:\n%s", p.cmd.Process.Pid, p.logTail(80))
+		}
+	})
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *process) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+func (p *process) logTail(lines int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	all := strings.Split(p.log.String(), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return strings.Join(all, "\n")
+}
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+// waitFor polls cond every 100ms until it is true or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ok, err := cond()
+		if ok {
+			return
+		}
+		if err != nil {
+			lastErr = err
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func storageClass(name string, mode storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
+	del := v1.PersistentVolumeReclaimDelete
+	return &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: name},
+		Provisioner:       driverName,
+		Parameters:        params,
+		ReclaimPolicy:     &del,
+		VolumeBindingMode: &mode,
+	}
+}
+
+func claim(ns, name, class, size string) *v1.PersistentVolumeClaim {
+	return &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1.PersistentVolumeClaimSpec{
+			StorageClassName: &class,
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{
+				v1.ResourceStorage: resource.MustParse(size),
+			}},
+		},
+	}
+}
+
+// requestCounter is a reverse proxy in front of the API server that counts the requests passing through,
+// so the benchmark measures exactly what the provisioner sends.
+type requestCounter struct {
+	total, watches, writes, events, leases atomic.Int64
+	server                                 *http.Server
+	url                                    string
+}
+
+// countingKubeconfig starts a counter in front of the API server and writes a kubeconfig that reaches it with
+// the credentials of kubeconfig.
+func countingKubeconfig(t testing.TB, kubeconfig string) (string, *requestCounter) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(&rest.Config{TLSClientConfig: cfg.TLSClientConfig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := cfg.BearerToken
+	if token == "" && cfg.BearerTokenFile != "" {
+		b, err := os.ReadFile(cfg.BearerTokenFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	rc := &requestCounter{}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.Transport = transport
+	proxy.FlushInterval = -1
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/leases") {
+			// Leader election runs on its own clock, not per claim; counted apart.
+			rc.leases.Add(1)
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		rc.total.Add(1)
+		switch {
+		case r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1":
+			rc.watches.Add(1)
+		case r.Method != http.MethodGet:
+			rc.writes.Add(1)
+			if strings.Contains(r.URL.Path, "/events") {
+				rc.events.Add(1)
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	rc.url = "http://" + l.Addr().String()
+	go func() { _ = rc.server.Serve(l) }()
+	t.Cleanup(func() { _ = rc.server.Close() })
+
+	out := filepath.Join(t.TempDir(), "kubeconfig")
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: counted
+  cluster:
+    server: %s
+users:
+- name: sa
+  user:
+    token: %s
+contexts:
+- name: counted
+  context: {cluster: counted, user: sa}
+current-context: counted
+`, rc.url, token)
+	if err := os.WriteFile(out, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out, rc
+}
+
+// adminClient is the cluster's admin clientset with limits high enough that the test itself never throttles.
+func adminClient(t testing.TB, c *cluster.Cluster) kubernetes.Interface {
+	t.Helper()
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube
+}
