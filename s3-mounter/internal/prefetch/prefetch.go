@@ -158,10 +158,12 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		// Part of the stream: grow the window as the reader advances.
 		r.sequential = true
 		r.window = min(r.window*2, r.cfg.MaxWindow)
-	case off == r.nextOff:
-		// Continuing where the last read stopped (or the first read, from 0): stream from here.
+	case off == r.nextOff || r.nearNext(off, end):
+		// Continuing where the last read stopped (or the first read, from 0): stream from here. The
+		// kernel sends readahead requests concurrently, so the stream may start with one that overtook
+		// its predecessors; starting at the lower offset keeps those in the window.
 		r.dropAll()
-		r.fetchedTo = off
+		r.fetchedTo = min(off, r.nextOff)
 		if r.sequential {
 			r.window = min(r.window*2, r.cfg.MaxWindow)
 		} else {
@@ -197,6 +199,17 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		}
 	}
 	return need, false
+}
+
+// streamReadSize is the smallest read that may start a stream without landing exactly on nextOff:
+// kernel readahead requests are large, applications' random reads are small.
+const streamReadSize = 64 << 10
+
+// nearNext reports whether [off, end) is a large read close enough to where the last read stopped to
+// be part of the same sequential stream, reordered by the kernel.
+func (r *Reader) nearNext(off, end int64) bool {
+	slack := r.cfg.PartSize
+	return end-off >= streamReadSize && off >= r.nextOff-slack && off <= r.nextOff+slack
 }
 
 func (r *Reader) fetch(p *part) {

@@ -186,3 +186,30 @@ func TestChangedObjectFailsTheRead(t *testing.T) {
 		t.Fatal("read of an overwritten object version succeeded")
 	}
 }
+
+func TestReorderedReadaheadStillStreams(t *testing.T) {
+	f, data, obj := setup(t, 64*part)
+	cfg := prefetch.Config{PartSize: 4 * part, InitialWindow: 4 * part, MaxWindow: 16 * part}
+	r := prefetch.NewReader(context.Background(), f, obj, cfg)
+	defer r.Close()
+	// The kernel's readahead requests overtake the first read, and later ones arrive out of order.
+	order := []int64{2, 0, 1, 4, 3, 5, 7, 6}
+	for _, i := range order {
+		off := i * part
+		if got := read(t, r, off, part); !bytes.Equal(got, data[off:off+part]) {
+			t.Fatalf("read %d returned wrong bytes", i)
+		}
+	}
+	var direct int
+	for _, g := range f.Gets {
+		if g.Len < cfg.PartSize && g.Off+g.Len != obj.Size {
+			direct++
+		}
+	}
+	if direct > 1 {
+		t.Errorf("%d small direct GETs for reordered sequential reads (gets %v), want at most 1", direct, f.Gets)
+	}
+	if r.Window() <= cfg.InitialWindow {
+		t.Errorf("window %d did not grow for reordered sequential reads", r.Window())
+	}
+}
