@@ -182,3 +182,23 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+func FuzzLabelsSet(f *testing.F) {
+	for _, seed := range []string{"a:b", "a:b,c.io/d:e", "", ":", "a:b:c", "k:", "x/y/z:v", "a:b,a:c"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, value string) {
+		var l Labels
+		if err := l.Set(value); err != nil {
+			return
+		}
+		// Whatever parses must print back to something that parses to the same labels.
+		var again Labels
+		if err := again.Set(l.String()); err != nil && len(l) > 0 {
+			t.Fatalf("String() %q of parsed %q does not parse: %v", l.String(), value, err)
+		}
+		if len(l) > 0 && again.String() != l.String() {
+			t.Fatalf("round trip %q -> %q -> %q", value, l.String(), again.String())
+		}
+	})
+}
