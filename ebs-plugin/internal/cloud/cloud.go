@@ -93,6 +93,7 @@ type Cloud struct {
 	snapshotsByNm describer[string, types.Snapshot]
 	modifications describer[string, types.VolumeModification]
 
+	zonesFetch   sync.Mutex
 	mu           sync.Mutex
 	tokenBumps   map[string]bump     // CSI name -> current ClientToken suffix
 	maxIOPSCache map[string]maxEntry // type/zone/outpost -> discovered maximum

@@ -156,15 +156,3 @@ func (c *Cloud) GetDisk(ctx context.Context, volumeID string) (*Disk, error) {
 	}
 	return diskFrom(v), nil
 }
-
-// InstanceExists reports whether the instance is known to EC2.
-func (c *Cloud) InstanceExists(ctx context.Context, instanceID string) (bool, error) {
-	_, err := c.instances.get(ctx, instanceID)
-	if err == nil {
-		return true, nil
-	}
-	if isNotFoundErr(err) {
-		return false, nil
-	}
-	return false, fmt.Errorf("describe instance %s: %w", instanceID, err)
-}

@@ -181,6 +181,9 @@ func (c *Cloud) ListSnapshots(ctx context.Context, volumeID string, maxEntries i
 
 // AvailabilityZones returns the region's zones (cached for an hour).
 func (c *Cloud) AvailabilityZones(ctx context.Context) ([]string, error) {
+	// One caller fetches while the others wait, so a burst of CreateVolume calls costs one request.
+	c.zonesFetch.Lock()
+	defer c.zonesFetch.Unlock()
 	c.mu.Lock()
 	if c.zones != nil && c.now().Before(c.zonesExpiry) {
 		z := c.zones

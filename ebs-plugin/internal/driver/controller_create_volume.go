@@ -65,7 +65,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if multiAttach && vp.VolumeType != params.VolumeTypeIO2 {
 		return nil, status.Errorf(codes.InvalidArgument, "MULTI_NODE_MULTI_WRITER needs type io2, got %q", vp.VolumeType)
 	}
-	tags, err := d.volumeTags(name, vp)
+	tags, err := d.volumeTags(ctx, name, vp)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
 	}
@@ -135,16 +135,22 @@ func volumeSize(r *csi.CapacityRange) (int64, error) {
 }
 
 // volumeTags builds every tag of a new volume; user-supplied ones cannot override the driver's.
-func (d *Driver) volumeTags(name string, vp *params.Volume) (map[string]string, error) {
+func (d *Driver) volumeTags(ctx context.Context, name string, vp *params.Volume) (map[string]string, error) {
 	tags := map[string]string{}
 	for k, v := range d.opts.ExtraTags {
 		tags[k] = v
 	}
-	classTags, err := params.RenderTags(vp.TagSpecs, params.VolumeTemplateData{PVCName: vp.PVCName, PVCNamespace: vp.PVCNamespace, PVName: vp.PVName})
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range classTags {
+	data := params.VolumeTemplateData{PVCName: vp.PVCName, PVCNamespace: vp.PVCNamespace, PVName: vp.PVName}
+	for _, spec := range vp.TagSpecs {
+		k, v, err := params.RenderTag(spec, data)
+		if err != nil {
+			if d.opts.WarnOnInvalidTag {
+				// --warn-on-invalid-tag: upstream's escape hatch for classes written before validation.
+				klog.FromContext(ctx).Info("Skipping invalid tag", "volume", name, "err", err.Error())
+				continue
+			}
+			return nil, err
+		}
 		tags[k] = v
 	}
 	tags[params.TagCSIVolumeName] = name

@@ -63,13 +63,6 @@ func (d *Driver) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 	if err != nil {
 		return nil, cloudError(err, "volume %s", volID)
 	}
-	exists, err := d.cloud.InstanceExists(opCtx, nodeID)
-	if err != nil {
-		return nil, cloudError(err, "node %s", nodeID)
-	}
-	if !exists {
-		return nil, status.Errorf(codes.NotFound, "node %q does not exist", nodeID)
-	}
 	mode := req.GetVolumeCapability().GetAccessMode().GetMode()
 	if mode == csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER && !disk.MultiAttach {
 		return nil, status.Errorf(codes.InvalidArgument, "volume %s was not created with multi-attach", volID)
@@ -91,7 +84,9 @@ func (d *Driver) ControllerPublishVolume(ctx context.Context, req *csi.Controlle
 		if opCtx.Err() != nil && ctx.Err() == nil {
 			return nil, status.Errorf(codes.Aborted, "attach of %s to %s was cancelled by ControllerUnpublishVolume", volID, nodeID)
 		}
-		return nil, cloudError(err, "attach volume %s to %s", volID, nodeID)
+		// An unknown instance surfaces here as NotFound: AttachDisk describes the instance anyway, so there is
+		// no separate existence check costing a second DescribeInstances.
+		return nil, cloudError(err, "attach volume %s to node %s", volID, nodeID)
 	}
 	klog.FromContext(ctx).V(2).Info("Volume attached", "volumeID", volID, "nodeID", nodeID, "device", device)
 	return &csi.ControllerPublishVolumeResponse{PublishContext: map[string]string{DevicePathKey: device}}, nil

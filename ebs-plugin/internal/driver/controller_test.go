@@ -179,6 +179,7 @@ func TestControllerPublishVolume(t *testing.T) {
 	d, fc, _ := newTestDriver(t, Options{})
 	v := fc.AddVolume(cloud.Disk{CapacityGiB: 1})
 	elsewhere := fc.AddVolume(cloud.Disk{CapacityGiB: 1, Attachments: []cloud.Attachment{{InstanceID: "i-0ther", State: "attached"}}})
+	free := fc.AddVolume(cloud.Disk{CapacityGiB: 1})
 	tests := []struct {
 		name     string
 		req      *csi.ControllerPublishVolumeRequest
@@ -191,7 +192,7 @@ func TestControllerPublishVolume(t *testing.T) {
 		{name: "no node id", req: &csi.ControllerPublishVolumeRequest{VolumeId: v.VolumeID, VolumeCapability: mountCap("")}, wantCode: codes.InvalidArgument, inMsg: []string{"node_id"}},
 		{name: "no capability", req: &csi.ControllerPublishVolumeRequest{VolumeId: v.VolumeID, NodeId: testNode}, wantCode: codes.InvalidArgument, inMsg: []string{"volume_capability"}},
 		{name: "unknown volume", req: &csi.ControllerPublishVolumeRequest{VolumeId: "vol-0fff", NodeId: testNode, VolumeCapability: mountCap("")}, wantCode: codes.NotFound, inMsg: []string{"vol-0fff"}},
-		{name: "unknown node", req: &csi.ControllerPublishVolumeRequest{VolumeId: v.VolumeID, NodeId: "i-0fff", VolumeCapability: mountCap("")}, wantCode: codes.NotFound, inMsg: []string{"i-0fff"}},
+		{name: "unknown node", req: &csi.ControllerPublishVolumeRequest{VolumeId: free.VolumeID, NodeId: "i-0fff", VolumeCapability: mountCap("")}, wantCode: codes.NotFound, inMsg: []string{"i-0fff"}},
 		{name: "attached elsewhere", req: &csi.ControllerPublishVolumeRequest{VolumeId: elsewhere.VolumeID, NodeId: testNode, VolumeCapability: mountCap("")}, wantCode: codes.FailedPrecondition, inMsg: []string{"i-0ther"}},
 	}
 	for _, tc := range tests {
@@ -367,4 +368,19 @@ func TestIdentity(t *testing.T) {
 	if !p.GetReady().GetValue() {
 		t.Fatal("not ready")
 	}
+}
+
+func TestWarnOnInvalidTagSkipsInsteadOfFailing(t *testing.T) {
+	req := &csi.CreateVolumeRequest{Name: "w", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")},
+		Parameters: map[string]string{"tagSpecification_1": "bad={{ .Nope }}", "tagSpecification_2": "good=yes"}}
+	d, fc, _ := newTestDriver(t, Options{WarnOnInvalidTag: true})
+	if _, err := d.CreateVolume(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if tags := fc.Created[0].Tags; tags["good"] != "yes" || tags["bad"] != "" {
+		t.Fatalf("tags %v", tags)
+	}
+	strict, _, _ := newTestDriver(t, Options{})
+	_, err := strict.CreateVolume(context.Background(), req)
+	wantCode(t, err, codes.InvalidArgument, "Nope")
 }

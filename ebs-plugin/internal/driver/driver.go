@@ -66,7 +66,6 @@ type Cloud interface {
 	AttachDisk(ctx context.Context, volumeID, instanceID string) (string, error)
 	DetachDisk(ctx context.Context, volumeID, instanceID string) error
 	WaitInitialized(ctx context.Context, volumeID string) error
-	InstanceExists(ctx context.Context, instanceID string) (bool, error)
 	ModifyDisk(ctx context.Context, volumeID string, opts cloud.ModifyOptions) (int32, error)
 	CreateSnapshot(ctx context.Context, name, volumeID string, opts cloud.SnapshotOptions) (*cloud.Snapshot, error)
 	DeleteSnapshot(ctx context.Context, id string) error

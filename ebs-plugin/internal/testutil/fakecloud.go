@@ -143,6 +143,9 @@ func (f *FakeCloud) AttachDisk(ctx context.Context, volID, nodeID string) (strin
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.Instances[nodeID] {
+		return "", fmt.Errorf("instance %s: %w", nodeID, cloud.ErrNotFound)
+	}
 	v, ok := f.Volumes[volID]
 	if !ok {
 		return "", cloud.ErrNotFound
@@ -180,14 +183,6 @@ func (f *FakeCloud) DetachDisk(_ context.Context, volID, nodeID string) error {
 func (f *FakeCloud) WaitInitialized(context.Context, string) error {
 	f.count("WaitInitialized")
 	return nil
-}
-
-// InstanceExists implements driver.Cloud.
-func (f *FakeCloud) InstanceExists(_ context.Context, id string) (bool, error) {
-	f.count("InstanceExists")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.Instances[id], nil
 }
 
 // ModifyDisk implements driver.Cloud.

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
+)
+
+func TestConfigValidate(t *testing.T) {
+	base := Config{Mode: driver.ModeAll, VolumeAttachLimit: -1, ReservedVolumeAttachments: -1, ModifyVolumeWindow: 2 * time.Second}
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{name: "defaults", mutate: func(*Config) {}},
+		{name: "unknown mode", mutate: func(c *Config) { c.Mode = "metadataLabeler" }, wantErr: "unknown mode"},
+		{name: "limit and reserved together", mutate: func(c *Config) { c.VolumeAttachLimit, c.ReservedVolumeAttachments = 10, 2 }, wantErr: "mutually exclusive"},
+		{name: "cert without key", mutate: func(c *Config) { c.MetricsCertFile = "/c" }, wantErr: "metrics-key-file"},
+		{name: "zero window", mutate: func(c *Config) { c.ModifyVolumeWindow = 0 }, wantErr: "modify-volume-request-handler-timeout"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := base
+			tc.mutate(&c)
+			err := c.Validate()
+			if (err != nil) != (tc.wantErr != "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestSanitizeAppID(t *testing.T) {
+	if got := sanitizeAppID("ebs-csi-driver/stowage-v1.2 (extra)"); got != "ebs-csi-driver/stowage-v1.2extra" {
+		t.Fatalf("got %q", got)
+	}
+	if got := sanitizeAppID(strings.Repeat("a", 80)); len(got) != 50 {
+		t.Fatalf("length %d", len(got))
+	}
+}
