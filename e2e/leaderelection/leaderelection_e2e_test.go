@@ -1,0 +1,218 @@
+//go:build e2e
+
+// Package leaderelection_test runs shared/leaderelection against a real kube-apiserver: two candidates, the
+// leader exits gracefully and releases the Lease, and the standby takes over before the Lease would have
+// expired on its own.
+package leaderelection_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
+	"github.com/stowage-csi/stowage/shared/httpserver"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/leaderelection"
+	"github.com/stowage-csi/stowage/shared/metrics"
+)
+
+const (
+	namespace = "default"
+	// Long enough that "took over before the lease expired" cannot be luck of timing: with a 1 s retry
+	// period a released lease is taken within about a second, an unreleased one only after 20 s.
+	leaseDuration = 20 * time.Second
+	renewDeadline = 10 * time.Second
+	retryPeriod   = time.Second
+)
+
+type candidate struct {
+	id      string
+	http    *httpserver.Server
+	cancel  context.CancelFunc
+	leading chan time.Time // receives when work starts
+	stopped chan time.Time // receives when work has drained
+	runErr  chan error
+}
+
+func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id string) *candidate {
+	t.Helper()
+	reg := metrics.NewRegistry()
+	e, err := leaderelection.New(leaderelection.Config{
+		Enabled:       true,
+		Client:        client,
+		LockName:      lockName,
+		Namespace:     namespace,
+		Identity:      id,
+		Labels:        map[string]string{"stowage.test/candidate-set": "e2e"},
+		LeaseDuration: leaseDuration,
+		RenewDeadline: renewDeadline,
+		RetryPeriod:   retryPeriod,
+		ReleaseOnExit: true,
+		Registerer:    reg.Registerer(),
+		OnLost:        func() { t.Errorf("candidate %s lost its lease unexpectedly", id) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := httpserver.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Handle("/metrics", reg.Handler())
+	srv.HandleCheck(leaderelection.HealthzPath, e.Check)
+	httpCtx, stopHTTP := context.WithCancel(context.Background())
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Serve(httpCtx) }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &candidate{id: id, http: srv, cancel: cancel,
+		leading: make(chan time.Time, 1), stopped: make(chan time.Time, 1), runErr: make(chan error, 1)}
+	go func() {
+		c.runErr <- e.Run(ctx, func(wctx context.Context) error {
+			c.leading <- time.Now()
+			<-wctx.Done()
+			// Draining in-flight work: the lease must stay ours until this returns.
+			time.Sleep(2 * retryPeriod)
+			c.stopped <- time.Now()
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		stopHTTP()
+		if err := <-httpDone; err != nil {
+			t.Errorf("candidate %s HTTP server: %v", id, err)
+		}
+	})
+	return c
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
+}
+
+func lease(t *testing.T, client kubernetes.Interface, name string) *coordinationv1.Lease {
+	t.Helper()
+	l, err := client.CoordinationV1().Leases(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("getting lease %s: %v", name, err)
+	}
+	return l
+}
+
+func holder(l *coordinationv1.Lease) string {
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
+	c := clustertest.Start(t)
+	// Each candidate gets its own clientset, as in a sidecar.
+	newClient := func() kubernetes.Interface {
+		cs, err := kubernetes.NewForConfig(kubeclient.ForCore(c.RESTConfig()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	observer := newClient()
+	lockName := leaderelection.LockName("external-attacher-leader-", "e2e.csi.stowage.io")
+
+	a := startCandidate(t, newClient(), lockName, "candidate-a")
+	select {
+	case <-a.leading:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("candidate a never became leader")
+	}
+	b := startCandidate(t, newClient(), lockName, "candidate-b")
+
+	l := lease(t, observer, lockName)
+	if holder(l) != "candidate-a" {
+		t.Fatalf("lease holder %q, want candidate-a", holder(l))
+	}
+	if l.Labels["stowage.test/candidate-set"] != "e2e" {
+		t.Errorf("lease labels %v lack the configured label", l.Labels)
+	}
+	for _, cand := range []*candidate{a, b} {
+		if code, body := get(t, cand.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
+			t.Errorf("%s %s = %d %q, want 200", cand.id, leaderelection.HealthzPath, code, body)
+		}
+	}
+	if _, body := get(t, a.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 1`, lockName)) {
+		t.Errorf("leader's metrics lack master_status 1")
+	}
+	if _, body := get(t, b.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 0`, lockName)) {
+		t.Errorf("standby's metrics lack master_status 0")
+	}
+
+	// Graceful exit of the leader: work drains, then the lease is released.
+	a.cancel()
+	var drained time.Time
+	select {
+	case drained = <-a.stopped:
+	case <-time.After(time.Minute):
+		t.Fatal("leader's work did not drain")
+	}
+	if err := <-a.runErr; err != nil {
+		t.Fatalf("leader's Run: %v", err)
+	}
+	var takeover time.Time
+	select {
+	case takeover = <-b.leading:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("standby never became leader")
+	}
+	if !takeover.After(drained) {
+		t.Errorf("standby started leading before the old leader finished draining")
+	}
+	// Without the release the standby would have had to wait out the whole lease duration after the old
+	// leader's last renewal (which happened no earlier than when its drain ended).
+	if gap := takeover.Sub(drained); gap >= leaseDuration {
+		t.Errorf("standby took over %s after the leader exited, not before the %s lease would have expired: the lease was not released", gap, leaseDuration)
+	}
+	l = lease(t, observer, lockName)
+	if holder(l) != "candidate-b" {
+		t.Errorf("lease holder %q after handover, want candidate-b", holder(l))
+	}
+	if l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions < 1 {
+		t.Errorf("lease transitions %v, want at least 1", l.Spec.LeaseTransitions)
+	}
+	if code, body := get(t, b.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
+		t.Errorf("new leader %s = %d %q, want 200", leaderelection.HealthzPath, code, body)
+	}
+
+	b.cancel()
+	<-b.stopped
+	if err := <-b.runErr; err != nil {
+		t.Fatalf("new leader's Run: %v", err)
+	}
+	if got := holder(lease(t, observer, lockName)); got != "" {
+		t.Errorf("lease holder %q after the last candidate exited, want released", got)
+	}
+}
+
+func containsLine(body, line string) bool {
+	return slices.Contains(strings.Split(body, "\n"), line)
+}
