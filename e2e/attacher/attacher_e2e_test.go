@@ -59,7 +59,7 @@ func testPodAttachDetach(t *testing.T, r *rig) {
 		},
 	}
 	attachRequired := true
-	mustCreate(t, ctx, func() error {
+	mustCreate(t, func() error {
 		_, err := client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
 			ObjectMeta: metav1.ObjectMeta{Name: driver},
 			Spec:       storagev1.CSIDriverSpec{AttachRequired: &attachRequired},
@@ -223,11 +223,9 @@ func httpGet(t *testing.T, ctx context.Context, url string) string {
 func testFailover(t *testing.T, r *rig, sig syscall.Signal) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	name := strings.ToLower(strings.TrimPrefix(sig.String(), "SIG"))
+	name := "kill"
 	if sig == syscall.SIGTERM {
 		name = "term"
-	} else if sig == syscall.SIGKILL {
-		name = "kill"
 	}
 	driver := "failover-" + name + ".csi.stowage.io"
 	node, nodeID := "node-failover-"+name, "mock-node-"+name
@@ -255,7 +253,7 @@ func testFailover(t *testing.T, r *rig, sig syscall.Signal) {
 
 	client := r.client
 	n, csiNode := nodeObjects(node, driver, nodeID)
-	mustCreate(t, ctx,
+	mustCreate(t,
 		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
 		func() error {
 			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
@@ -280,8 +278,7 @@ func testFailover(t *testing.T, r *rig, sig syscall.Signal) {
 		leaderID = *l.Spec.HolderIdentity
 		return true, nil
 	})
-	standby := r.startAttacher(t, "standby", drv.Endpoint(), leArgs...)
-	_ = standby
+	r.startAttacher(t, "standby", drv.Endpoint(), leArgs...)
 
 	for i := range vas {
 		va := directVA(fmt.Sprintf("va-%s-%d", name, i), driver, fmt.Sprintf("pv-%s-%d", name, i), node)
@@ -348,7 +345,7 @@ func writesBy(writes []string, user string) []string {
 	return out
 }
 
-func mustCreate(t *testing.T, _ context.Context, creates ...func() error) {
+func mustCreate(t *testing.T, creates ...func() error) {
 	t.Helper()
 	for _, c := range creates {
 		if err := c(); err != nil {

@@ -76,7 +76,7 @@ func TestBenchAttachStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		prefix := fmt.Sprintf("storm%d-", i)
-		createAll(t, ctx, admin, n, func(ctx context.Context, j int) error {
+		createAll(t, ctx, n, func(ctx context.Context, j int) error {
 			vol := drv.AddVolume(fmt.Sprintf("%spv-%d", prefix, j), 1<<30)
 			if _, err := admin.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
 				return err
@@ -119,7 +119,7 @@ func TestBenchAttachStorm(t *testing.T) {
 }
 
 // createAll runs create(0..n-1) on 16 goroutines.
-func createAll(t *testing.T, ctx context.Context, _ kubernetes.Interface, n int, create func(context.Context, int) error) {
+func createAll(t *testing.T, ctx context.Context, n int, create func(context.Context, int) error) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
