@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -71,11 +72,12 @@ func validSnapshotID(id string) bool { return validID(id, "snap-") }
 func validInstanceID(id string) bool { return validID(id, "i-") }
 
 func validID(id, prefix string) bool {
-	if len(id) <= len(prefix) || len(id) > len(prefix)+32 || id[:len(prefix)] != prefix {
+	rest, ok := strings.CutPrefix(id, prefix)
+	if !ok || rest == "" || len(rest) > 32 {
 		return false
 	}
-	for _, r := range id[len(prefix):] {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'Z' || r >= 'g' && r <= 'z') {
+	for _, r := range rest {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
 			return false
 		}
 	}

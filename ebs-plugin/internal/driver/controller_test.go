@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -383,4 +384,12 @@ func TestWarnOnInvalidTagSkipsInsteadOfFailing(t *testing.T) {
 	strict, _, _ := newTestDriver(t, Options{})
 	_, err := strict.CreateVolume(context.Background(), req)
 	wantCode(t, err, codes.InvalidArgument, "Nope")
+}
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{"vol-0123abc": true, "vol-": false, "vol-0/../x": false, "snap-1": false, "": false, "vol-" + strings.Repeat("a", 33): false} {
+		if got := validVolumeID(id); got != want {
+			t.Errorf("validVolumeID(%q) = %t", id, got)
+		}
+	}
 }
