@@ -2,7 +2,6 @@ package ec2sim
 
 import (
 	"sort"
-	"time"
 )
 
 // StateDump is every volume, attachment and snapshot as the emulator sees them now (GET /debug/state).
@@ -62,7 +61,7 @@ func tagMap(ts []tag) map[string]string {
 func (s *Server) State() StateDump {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := time.Now()
+	now := s.clock()
 	if s.settle(now) {
 		s.persist()
 	}

@@ -193,7 +193,9 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 		t.Errorf("volume after restart %+v", v)
 	}
 	// The modification goes on where it was, and the token still points at the volume.
-	waitFor(t, "modification completed", func() bool { return latestModification(t, c2, vol).ModificationState == types.VolumeModificationStateCompleted })
+	waitFor(t, "modification completed", func() bool {
+		return latestModification(t, c2, vol).ModificationState == types.VolumeModificationStateCompleted
+	})
 	if aws.ToInt32(describeVolume(t, c2, vol).Size) != 2 {
 		t.Error("modification lost across restart")
 	}
@@ -206,7 +208,9 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 }
 
 func TestSigV4Verification(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Credentials = &Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "right-secret"} })
+	s := startServer(t, func(c *Config) {
+		c.Credentials = &Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "right-secret"}
+	})
 	good := newClient(t, s, func(o *clientOpts) { o.accessKey, o.secretKey = "AKIDTEST", "right-secret" })
 	if _, err := good.DescribeVolumes(ctxT(t), &ec2.DescribeVolumesInput{Filters: []types.Filter{{Name: aws.String("tag:CSIVolumeName"), Values: []string{"a b+c/d"}}}}); err != nil {
 		t.Fatalf("correctly signed request: %v", err)

@@ -125,7 +125,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	req := &request{action: action, form: f, now: time.Now()}
+	req := &request{action: action, form: f, now: s.clock()}
 	settled := s.settle(req.now)
 	out, aerr := a.fn(s, req)
 	if settled || req.mutated {

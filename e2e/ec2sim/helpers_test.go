@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +42,52 @@ func startServer(t testing.TB, mod func(*Config)) *Server {
 
 func startConfig(t testing.TB, cfg Config) *Server {
 	t.Helper()
+	return startClock(t, cfg, time.Now)
+}
+
+// fakeClock is a clock tests move by hand, so every state transition is observed deterministically.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// startFake runs an emulator with EC2's real delays on a fake clock.
+func startFake(t *testing.T, mod func(*Config)) (*Server, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	cfg := Config{
+		DataDir: t.TempDir(),
+		Instances: []Instance{
+			{ID: testInstance, Zone: testZone, Type: "m5.large"},
+			{ID: testInstance2, Zone: "us-east-1b", Type: "m5.large"},
+		},
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return startClock(t, cfg, clk.Now), clk
+}
+
+func startClock(t testing.TB, cfg Config, clock func() time.Time) *Server {
+	t.Helper()
 	ctx := context.Background()
 	// A fuzz target's logger may not be used from inside the fuzz function; klog's global one can.
 	if _, fuzzing := t.(*testing.F); !fuzzing {
 		cfg.Logger, ctx = ktesting.NewTestContext(t)
 	}
-	s, err := Start(ctx, cfg)
+	s, err := start(ctx, cfg, clock)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -73,6 +73,9 @@ type Server struct {
 	httpSrv *http.Server
 	imds    map[string]*imdsServer
 
+	// clock times every transition (time.Now outside tests).
+	clock func() time.Time
+
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	closeOnce sync.Once
@@ -82,6 +85,11 @@ type Server struct {
 // Start loads the state in cfg.DataDir (re-creating loop devices for volumes attached to local instances) and
 // serves the EC2 API and each instance's IMDS until ctx ends or Close is called.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
+	return start(ctx, cfg, time.Now)
+}
+
+// start is Start with the clock transitions are timed by; tests pass one they move by hand.
+func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("ec2sim: DataDir is required")
 	}
@@ -127,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		metrics:   newMetrics(),
 		imds:      map[string]*imdsServer{},
 		stop:      make(chan struct{}),
+		clock:     clock,
 	}
 	for _, in := range cfg.Instances {
 		if !strings.HasPrefix(in.ID, "i-") {
@@ -164,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	// A predecessor killed without Close leaves its loop devices behind; take them down before re-creating.
 	s.loops.releaseStale()
 	s.mu.Lock()
-	if s.settle(time.Now()) {
+	if s.settle(s.clock()) {
 		s.persist()
 	}
 	s.mu.Unlock()
@@ -256,7 +265,7 @@ func (s *Server) tick(ctx context.Context) {
 			return
 		case <-t.C:
 			s.mu.Lock()
-			if s.settle(time.Now()) {
+			if s.settle(s.clock()) {
 				s.persist()
 			}
 			s.mu.Unlock()

@@ -24,10 +24,6 @@ func TestVolumeLifecycleThroughSDK(t *testing.T) {
 		t.Fatalf("CreateVolume answer: state %s size %d iops %d throughput %d", out.State, aws.ToInt32(out.Size), aws.ToInt32(out.Iops), aws.ToInt32(out.Throughput))
 	}
 	id := aws.ToString(out.VolumeId)
-	// Visible at once, still creating.
-	if v := describeVolume(t, c, id); v.State != types.VolumeStateCreating {
-		t.Fatalf("new volume state %s, want creating", v.State)
-	}
 	v := waitVolumeState(t, c, id, types.VolumeStateAvailable)
 	if len(v.Tags) != 1 || aws.ToString(v.Tags[0].Value) != "pvc-1" {
 		t.Fatalf("tags %v", v.Tags)
@@ -37,8 +33,8 @@ func TestVolumeLifecycleThroughSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("AttachVolume: %v", err)
 	}
-	if att.State != types.VolumeAttachmentStateAttaching {
-		t.Fatalf("attach state %s", att.State)
+	if att.State != types.VolumeAttachmentStateAttaching || aws.ToString(att.Device) != "/dev/xvdaa" {
+		t.Fatalf("attach answer %+v", att)
 	}
 	waitFor(t, "attached", func() bool { return attachmentState(t, c, id, testInstance) == types.VolumeAttachmentStateAttached })
 	if v := describeVolume(t, c, id); v.State != types.VolumeStateInUse {

@@ -1,0 +1,203 @@
+//go:build e2e
+
+package ec2sim
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// loopsBackedBy lists the loop devices whose backing file lies under dir.
+func loopsBackedBy(t *testing.T, dir string) []string {
+	t.Helper()
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), dir) {
+			out = append(out, filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}
+
+// deviceSize is a block device's size, as lseek(SEEK_END) reports it.
+func deviceSize(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func attachAndWait(t *testing.T, c *ec2.Client, vol, dev string) {
+	t.Helper()
+	if err := attach(c, t, vol, testInstance, dev); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, vol+" attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
+}
+
+func TestE2ELoopDeviceDataPath(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, TimeScale: 0.01, Instances: []Instance{{ID: testInstance, Zone: testZone, Type: "m5.large", Local: true}}}
+	linkDir := filepath.Join(dir, "dev", "disk", "by-id")
+	t.Cleanup(func() {
+		if left := loopsBackedBy(t, dir); len(left) > 0 {
+			t.Errorf("loop devices left behind: %v", left)
+		}
+	})
+	s := startConfig(t, cfg)
+	c := newClient(t, s)
+	ctx := ctxT(t)
+
+	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
+	attachAndWait(t, c, vol, "/dev/xvdaa")
+	link := filepath.Join(linkDir, LinkName(vol))
+	dev, err := os.Readlink(link)
+	if err != nil || !strings.HasPrefix(dev, "/dev/loop") {
+		t.Fatalf("by-id link %s -> %q, %v", link, dev, err)
+	}
+	if st := s.State(); len(st.Attachments) != 1 || st.Attachments[0].LoopDevice != dev || st.Attachments[0].Link != link {
+		t.Errorf("state %+v", st.Attachments)
+	}
+	if size := deviceSize(t, link); size != 1<<30 {
+		t.Errorf("device size %d", size)
+	}
+
+	// Write through the device, as a filesystem on the node would.
+	payload := bytes.Repeat([]byte("stowage!"), 512)
+	f, err := os.OpenFile(link, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(payload, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+
+	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitSnapshot(t, c, aws.ToString(snap.SnapshotId))
+	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: snap.SnapshotId})
+	attachAndWait(t, c, restored, "/dev/xvdab")
+	rlink := filepath.Join(linkDir, LinkName(restored))
+	rf, err := os.Open(rlink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(payload))
+	_, err = rf.ReadAt(got, 64<<20)
+	_ = rf.Close()
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("restored volume reads %q..., %v", got[:16], err)
+	}
+
+	// Growing an attached volume grows its device.
+	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(restored), Size: aws.Int32(3)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "size applied", func() bool { return aws.ToInt32(describeVolume(t, c, restored).Size) == 3 })
+	if size := deviceSize(t, rlink); size != 3<<30 {
+		t.Errorf("grown device size %d, want %d", size, int64(3<<30))
+	}
+
+	// Detach takes link and device down.
+	rdev, _ := os.Readlink(rlink)
+	if _, err := c.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(restored), InstanceId: aws.String(testInstance)}); err != nil {
+		t.Fatal(err)
+	}
+	waitVolumeState(t, c, restored, types.VolumeStateAvailable)
+	if _, err := os.Lstat(rlink); !os.IsNotExist(err) {
+		t.Errorf("link %s still there after detach (%v)", rlink, err)
+	}
+	for _, l := range loopsBackedBy(t, dir) {
+		if "/dev/"+l == rdev {
+			t.Errorf("%s still bound after detach", rdev)
+		}
+	}
+
+	// A restart keeps the attachment: Close takes the device down, Start brings it back with the same data.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := loopsBackedBy(t, dir); len(left) > 0 {
+		t.Fatalf("Close left loop devices %v", left)
+	}
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("Close left link %s", link)
+	}
+	s2 := startConfig(t, cfg)
+	if _, err := os.Readlink(link); err != nil {
+		t.Fatalf("link not re-created after restart: %v", err)
+	}
+	f2, err := os.Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f2.ReadAt(got, 64<<20)
+	_ = f2.Close()
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Errorf("after restart the device reads %q..., %v", got[:16], err)
+	}
+	c2 := newClient(t, s2)
+	if _, err := c2.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)}); err != nil {
+		t.Fatal(err)
+	}
+	waitVolumeState(t, c2, vol, types.VolumeStateAvailable)
+	if left := loopsBackedBy(t, dir); len(left) > 0 {
+		t.Errorf("loop devices after detaching everything: %v", left)
+	}
+}
+
+// A server that dies without Close leaves its devices; the next Start on the data dir takes them over.
+func TestE2EStaleLoopDevicesAreReclaimed(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, TimeScale: 0.01, Instances: []Instance{{ID: testInstance, Zone: testZone, Type: "m5.large", Local: true}}}
+	t.Cleanup(func() {
+		if left := loopsBackedBy(t, dir); len(left) > 0 {
+			t.Errorf("loop devices left behind: %v", left)
+		}
+	})
+	s := startConfig(t, cfg)
+	c := newClient(t, s)
+	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
+	attachAndWait(t, c, vol, "/dev/xvdaa")
+	// Simulate a crash: forget the devices without releasing them, then stop serving.
+	s.mu.Lock()
+	leaked := s.loops.devs
+	s.loops.devs = map[string]*loopDev{}
+	s.mu.Unlock()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(loopsBackedBy(t, dir)); n != 1 {
+		t.Fatalf("%d loop devices after the simulated crash, want 1 (%v)", n, leaked)
+	}
+	startConfig(t, cfg)
+	if n := len(loopsBackedBy(t, dir)); n != 1 {
+		t.Errorf("%d loop devices after restart, want exactly the re-created one", n)
+	}
+	if _, err := os.Readlink(filepath.Join(cfg.DataDir, "dev", "disk", "by-id", LinkName(vol))); err != nil {
+		t.Errorf("link after restart: %v", err)
+	}
+}
