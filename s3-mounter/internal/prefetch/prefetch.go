@@ -72,6 +72,23 @@ type Reader struct {
 	nextOff int64
 	// sequential is set once a read continued the previous one (or started at 0).
 	sequential bool
+	// stats count how reads were served, for logs and tests.
+	stats Stats
+}
+
+// Stats counts how a reader served its reads.
+type Stats struct {
+	// Streamed reads came from the window; Direct reads were fetched on their own (random access).
+	Streamed, Direct int
+	// Parts is the number of ranged GETs the window issued.
+	Parts int
+}
+
+// Stats returns the reader's counters.
+func (r *Reader) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
 }
 
 // NewReader returns a reader for one object version.
@@ -176,8 +193,10 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		r.sequential = false
 		r.window = r.cfg.InitialWindow
 		r.nextOff = end
+		r.stats.Direct++
 		return nil, true
 	}
+	r.stats.Streamed++
 	r.nextOff = end
 	// Drop parts the reader has moved past; keep one part behind for reads the kernel reordered.
 	for len(r.parts) > 1 && r.parts[0].end() <= off-r.cfg.PartSize {
@@ -190,6 +209,7 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		p := &part{off: r.fetchedTo, buf: make([]byte, n), done: make(chan struct{})}
 		r.parts = append(r.parts, p)
 		r.fetchedTo += n
+		r.stats.Parts++
 		go r.fetch(p)
 	}
 	var need []*part

@@ -68,6 +68,9 @@ func TestSequentialReadsGrowTheWindowUpToTheMaximum(t *testing.T) {
 	if len(f.Gets) != 40 {
 		t.Errorf("%d GETs for 40 parts, want each part fetched once", len(f.Gets))
 	}
+	if st := r.Stats(); st.Direct != 0 || st.Parts != 40 || st.Streamed != 80 {
+		t.Errorf("stats %+v, want 80 streamed reads from 40 parts", st)
+	}
 }
 
 func TestSequentialReadRequestsAheadInParallel(t *testing.T) {
@@ -101,6 +104,9 @@ func TestRandomReadsFetchOnlyWhatIsAsked(t *testing.T) {
 	}
 	if total > 50*4096*2 {
 		t.Errorf("50 random 4 KiB reads fetched %d bytes; random reads must not prefetch", total)
+	}
+	if st := r.Stats(); st.Direct != 50 || st.Parts != 0 {
+		t.Errorf("stats %+v, want 50 direct reads and no part GETs", st)
 	}
 }
 

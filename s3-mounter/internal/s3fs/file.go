@@ -218,6 +218,8 @@ func (h *readHandle) Write(ctx context.Context, data []byte, off int64) (uint32,
 
 // Release stops prefetching.
 func (h *readHandle) Release(ctx context.Context) syscall.Errno {
+	st := h.r.Stats()
+	h.fsys.log.V(4).Info("closed for reading", "key", h.key, "streamedReads", st.Streamed, "directReads", st.Direct, "partGETs", st.Parts)
 	h.r.Close()
 	return 0
 }
