@@ -32,6 +32,7 @@ func TestE2EAttacher(t *testing.T) {
 	t.Run("PodAttachDetachWrites", func(t *testing.T) { testPodAttachDetach(t, r) })
 	t.Run("FailoverSIGTERM", func(t *testing.T) { testFailover(t, r, syscall.SIGTERM) })
 	t.Run("FailoverSIGKILL", func(t *testing.T) { testFailover(t, r, syscall.SIGKILL) })
+	t.Run("TakeOverFromUpstream", func(t *testing.T) { testTakeOverFromUpstream(t, r) })
 }
 
 func testPodAttachDetach(t *testing.T, r *rig) {
@@ -358,5 +359,78 @@ func poll(t *testing.T, ctx context.Context, what string, cond func(context.Cont
 	t.Helper()
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// testTakeOverFromUpstream starts Stowage's attacher on objects upstream's attacher left behind: a
+// VolumeAttachment attached with only the finalizer and the node-id annotation, and a PersistentVolume
+// with upstream's PV finalizer. Deleting them detaches through the PV (as upstream would) and removes
+// both finalizers: one write each, and one ControllerUnpublish.
+func testTakeOverFromUpstream(t *testing.T, r *rig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const driver, node, nodeID = "takeover.csi.stowage.io", "node-takeover", "mock-node-takeover"
+	const finalizer = "external-attacher/takeover-csi-stowage-io"
+	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drv.Stop)
+	vol := drv.AddVolume("pv-takeover", 1<<30)
+	client := r.client
+	n, csiNode := nodeObjects(node, driver, nodeID)
+	pv := csiPV(vol.Name, driver, vol.ID)
+	pv.Finalizers = []string{finalizer}
+	va := directVA("va-takeover", driver, pv.Name, node)
+	va.Finalizers = []string{finalizer}
+	va.Annotations = map[string]string{"csi.alpha.kubernetes.io/node-id": nodeID}
+	mustCreate(t,
+		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			created, err := client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			created.Status.Attached = true
+			created.Status.AttachmentMetadata = map[string]string{"devicePath": "/dev/mock/" + vol.ID}
+			_, err = client.StorageV1().VolumeAttachments().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			return err
+		})
+
+	before := r.auditWrites(t, attacherUser)
+	r.startAttacher(t, "attacher", drv.Endpoint())
+	if err := client.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "VolumeAttachment gone", func(ctx context.Context) (bool, error) {
+		_, err := client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err := client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "PersistentVolume gone", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	time.Sleep(2 * time.Second)
+	writes := since(before, r.auditWrites(t, attacherUser))
+	want := []string{
+		"patch volumeattachments va-takeover 200 " + attacherUser,
+		"patch persistentvolumes pv-takeover 200 " + attacherUser,
+	}
+	if !slices.Equal(writes, want) {
+		t.Errorf("csi-attacher writes = %q, want %q", writes, want)
+	}
+	if n := drv.Calls(csimock.ControllerUnpublishVolume); n != 1 {
+		t.Errorf("ControllerUnpublishVolume calls = %d, want 1", n)
 	}
 }
