@@ -132,6 +132,12 @@ type Limits struct {
 	DescribeBurst int     `json:"describeBurst,omitempty"`
 }
 
+// EC2Limits are EC2's default account limits: mutating calls refill 5/s with a burst of 50, describes 20/s
+// with 100 (per action in EC2; per class here).
+func EC2Limits() Limits {
+	return Limits{MutatingRate: 5, MutatingBurst: 50, DescribeRate: 20, DescribeBurst: 100}
+}
+
 type limiter struct {
 	mutating, describe *bucket
 }

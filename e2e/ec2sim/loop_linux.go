@@ -35,10 +35,19 @@ type loopManager struct {
 	linkDir string
 	volDir  string
 	devs    map[string]*loopDev
+	// failed remembers recent attach failures, so the ticker retries once a second instead of every tick.
+	failed map[string]failure
 }
 
+type failure struct {
+	at  time.Time
+	err error
+}
+
+const retryFailedAttach = time.Second
+
 func newLoopManager(log klog.Logger, linkDir, volDir string) *loopManager {
-	return &loopManager{log: log, linkDir: linkDir, volDir: volDir, devs: map[string]*loopDev{}}
+	return &loopManager{log: log, linkDir: linkDir, volDir: volDir, devs: map[string]*loopDev{}, failed: map[string]failure{}}
 }
 
 // ensure makes sure the volume has a loop device and link for the instance.
@@ -47,23 +56,37 @@ func (m *loopManager) ensure(volID, instID, file string) error {
 		d.instances[instID] = true
 		return nil
 	}
+	if f, ok := m.failed[volID]; ok && time.Since(f.at) < retryFailedAttach {
+		return f.err
+	}
+	dev, err := m.attachWithLink(volID, file)
+	if err != nil {
+		m.failed[volID] = failure{at: time.Now(), err: err}
+		return err
+	}
+	delete(m.failed, volID)
+	m.devs[volID] = &loopDev{dev: dev, link: filepath.Join(m.linkDir, LinkName(volID)), instances: map[string]bool{instID: true}}
+	m.log.V(2).Info("Attached loop device", "volume", volID, "device", dev)
+	return nil
+}
+
+// attachWithLink binds a loop device to the volume's file and points the by-id link at it.
+func (m *loopManager) attachWithLink(volID, file string) (string, error) {
 	dev, err := attachLoop(file)
 	if err != nil {
-		return err
+		return "", err
 	}
-	d := &loopDev{dev: dev, link: filepath.Join(m.linkDir, LinkName(volID)), instances: map[string]bool{instID: true}}
+	link := filepath.Join(m.linkDir, LinkName(volID))
 	if err := os.MkdirAll(m.linkDir, 0o755); err != nil {
 		_ = detachLoop(dev)
-		return err
+		return "", err
 	}
-	_ = os.Remove(d.link)
-	if err := os.Symlink(dev, d.link); err != nil {
+	_ = os.Remove(link)
+	if err := os.Symlink(dev, link); err != nil {
 		_ = detachLoop(dev)
-		return fmt.Errorf("link %s: %w", d.link, err)
+		return "", fmt.Errorf("link %s: %w", link, err)
 	}
-	m.devs[volID] = d
-	m.log.V(2).Info("Attached loop device", "volume", volID, "device", dev, "link", d.link)
-	return nil
+	return dev, nil
 }
 
 // release drops the instance's use of the volume's device, taking device and link down with the last one.

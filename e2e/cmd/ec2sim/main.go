@@ -55,10 +55,22 @@ func (f *instanceFlags) Set(v string) error {
 }
 
 func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ec2sim:", err)
+		os.Exit(2)
+	}
+	if err := run(cfg); err != nil {
+		klog.Fatalf("ec2sim: %v", err)
+	}
+}
+
+// parseFlags turns the command line into the emulator's config.
+func parseFlags(args []string) (ec2sim.Config, error) {
 	var cfg ec2sim.Config
 	var instances instanceFlags
 	var zones, faults, accessKey, secretKey, limits string
-	fs := flag.NewFlagSet("ec2sim", flag.ExitOnError)
+	fs := flag.NewFlagSet("ec2sim", flag.ContinueOnError)
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:0", "address of the EC2 endpoint")
 	fs.StringVar(&cfg.DataDir, "data-dir", "", "directory for state and volume files (required)")
 	fs.StringVar(&cfg.Region, "region", "us-east-1", "region")
@@ -67,33 +79,37 @@ func main() {
 	fs.StringVar(&cfg.DeviceLinkDir, "device-link-dir", "/dev/disk/by-id", "where NVMe by-id links of local attachments are made")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", 1.0, "multiplier of EC2's delays (0.01 for fast tests)")
 	fs.StringVar(&faults, "faults", "", `fault profile as JSON, e.g. {"throttleRate":0.1,"latency":200000000}`)
-	fs.StringVar(&limits, "limits", "", `API rate limits as JSON, e.g. {"mutatingRate":5,"mutatingBurst":50,"describeRate":20,"describeBurst":100}`)
+	fs.StringVar(&limits, "limits", "", `API rate limits: "ec2" for EC2's defaults, or JSON such as {"mutatingRate":5,"mutatingBurst":50,"describeRate":20,"describeBurst":100}; empty = unlimited`)
 	fs.DurationVar(&cfg.ModifyCooldown, "modify-cooldown", 0, "time between modifications of one volume (EC2: 6h; 0 = off)")
 	fs.StringVar(&accessKey, "access-key-id", "", "verify SigV4 signatures with this access key ID (and --secret-access-key)")
 	fs.StringVar(&secretKey, "secret-access-key", "", "secret key for SigV4 verification")
 	klog.InitFlags(fs)
-	_ = fs.Parse(os.Args[1:])
-
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if cfg.DataDir == "" {
+		return cfg, fmt.Errorf("--data-dir is required")
+	}
 	cfg.Instances = instances
 	if zones != "" {
 		cfg.Zones = strings.Split(zones, ",")
 	}
 	if faults != "" {
 		if err := json.Unmarshal([]byte(faults), &cfg.Faults); err != nil {
-			klog.Fatalf("--faults: %v", err)
+			return cfg, fmt.Errorf("--faults: %w", err)
 		}
 	}
-	if limits != "" {
+	if limits == "ec2" {
+		cfg.Limits = ec2sim.EC2Limits()
+	} else if limits != "" {
 		if err := json.Unmarshal([]byte(limits), &cfg.Limits); err != nil {
-			klog.Fatalf("--limits: %v", err)
+			return cfg, fmt.Errorf("--limits: %w", err)
 		}
 	}
 	if accessKey != "" || secretKey != "" {
 		cfg.Credentials = &ec2sim.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey}
 	}
-	if err := run(cfg); err != nil {
-		klog.Fatalf("ec2sim: %v", err)
-	}
+	return cfg, nil
 }
 
 func run(cfg ec2sim.Config) error {
