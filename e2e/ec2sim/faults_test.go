@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -326,4 +328,37 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("status %d without EC2 error XML: %s", resp.StatusCode, b)
 		}
 	})
+}
+
+func TestRestartRemovesOrphanedFiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{DataDir: dir, TimeScale: 0.01}
+	s := startConfig(t, cfg)
+	c := newClient(t, s)
+	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	orphans := []string{
+		filepath.Join(dir, "volumes", "vol-00000000000000001.img"),
+		filepath.Join(dir, "volumes", "vol-00000000000000002.img.tmp"),
+		filepath.Join(dir, "snapshots", "snap-00000000000000001.img"),
+	}
+	for _, p := range orphans {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s2 := startConfig(t, cfg)
+	for _, p := range orphans {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived the restart (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "volumes", vol+".img")); err != nil {
+		t.Errorf("the known volume's file: %v", err)
+	}
+	if st := s2.State(); len(st.Volumes) != 1 {
+		t.Errorf("volumes after restart: %+v", st.Volumes)
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -84,4 +86,33 @@ func copySparse(src, dst string, size int64) (err error) {
 		return err
 	}
 	return out.Sync()
+}
+
+// removeOrphans deletes volume and snapshot files the state does not know: what a crash between writing a
+// file and persisting the state leaves behind, and unfinished copies.
+func (s *Server) removeOrphans() {
+	for _, kind := range []struct {
+		dir   string
+		known func(id string) bool
+	}{
+		{"volumes", func(id string) bool { _, ok := s.st.Volumes[id]; return ok }},
+		{"snapshots", func(id string) bool { _, ok := s.st.Snapshots[id]; return ok }},
+	} {
+		dir := filepath.Join(s.dataDir, kind.dir)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			id, isImage := strings.CutSuffix(e.Name(), ".img")
+			if isImage && kind.known(id) {
+				continue
+			}
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				s.log.Error(err, "Removing orphaned file", "file", e.Name())
+			} else {
+				s.log.Info("Removed orphaned file", "file", filepath.Join(dir, e.Name()))
+			}
+		}
+	}
 }

@@ -3,16 +3,20 @@
 package ec2sim
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"golang.org/x/sys/unix"
 )
 
 // loopsBackedBy lists the loop devices whose backing file lies under dir.
@@ -169,8 +173,9 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 	}
 }
 
-// A server that dies without Close leaves its devices; the next Start on the data dir takes them over.
-func TestE2EStaleLoopDevicesAreReclaimed(t *testing.T) {
+// A server that dies without Close loses its file descriptors; autoclear takes its devices down with them, and
+// the next Start on the data dir brings the attached volumes' devices back.
+func TestE2EDevicesGoAwayWithTheirServer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{DataDir: dir, TimeScale: 0.01, Instances: []Instance{{ID: testInstance, Zone: testZone, Type: "m5.large", Local: true}}}
 	t.Cleanup(func() {
@@ -182,22 +187,69 @@ func TestE2EStaleLoopDevicesAreReclaimed(t *testing.T) {
 	c := newClient(t, s)
 	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
 	attachAndWait(t, c, vol, "/dev/xvdaa")
-	// Simulate a crash: forget the devices without releasing them, then stop serving.
+	if n := len(loopsBackedBy(t, dir)); n != 1 {
+		t.Fatalf("%d loop devices while attached", n)
+	}
+	// Simulate a crash: the descriptors close without any unbinding, as when the process dies.
 	s.mu.Lock()
-	leaked := s.loops.devs
+	for _, d := range s.loops.devs {
+		_ = unix.Close(d.fd)
+	}
 	s.loops.devs = map[string]*loopDev{}
 	s.mu.Unlock()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(loopsBackedBy(t, dir)); n != 1 {
-		t.Fatalf("%d loop devices after the simulated crash, want 1 (%v)", n, leaked)
-	}
+	waitFor(t, "autoclear", func() bool { return len(loopsBackedBy(t, dir)) == 0 })
+
 	startConfig(t, cfg)
 	if n := len(loopsBackedBy(t, dir)); n != 1 {
-		t.Errorf("%d loop devices after restart, want exactly the re-created one", n)
+		t.Errorf("%d loop devices after restart, want the re-created one", n)
 	}
-	if _, err := os.Readlink(filepath.Join(cfg.DataDir, "dev", "disk", "by-id", LinkName(vol))); err != nil {
+	if _, err := os.Readlink(filepath.Join(dir, "dev", "disk", "by-id", LinkName(vol))); err != nil {
 		t.Errorf("link after restart: %v", err)
 	}
+}
+
+// The same with the real binary killed by SIGKILL.
+func TestE2EKilledEmulatorLeavesNoLoopDevices(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "ec2sim")
+	build := exec.Command("go", "build", "-o", bin, "github.com/stowage-csi/stowage/e2e/cmd/ec2sim")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build ec2sim: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--data-dir="+dir, "--time-scale=0.01", "--device-link-dir="+filepath.Join(dir, "by-id"),
+		"--instance=id="+testInstance+",zone="+testZone+",type=m5.large,local=true")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if left := loopsBackedBy(t, dir); len(left) > 0 {
+			t.Errorf("loop devices left behind: %v", left)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	endpoint, ok := strings.CutPrefix(strings.TrimSpace(line), "EC2_ENDPOINT=")
+	if err != nil || !ok {
+		t.Fatalf("first output line %q, %v", line, err)
+	}
+	c := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("AK", "SK", "")})
+	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
+	attachAndWait(t, c, vol, "/dev/xvdaa")
+	if n := len(loopsBackedBy(t, dir)); n != 1 {
+		t.Fatalf("%d loop devices while attached", n)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	waitFor(t, "autoclear after SIGKILL", func() bool { return len(loopsBackedBy(t, dir)) == 0 })
 }

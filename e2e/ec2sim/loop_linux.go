@@ -22,7 +22,10 @@ func LinkName(volumeID string) string {
 }
 
 // loopDev is one volume's loop device; several local instances of a multi-attach volume share it.
+// The device is bound with autoclear and fd is held open while it is attached: when this process dies, the
+// kernel closes fd and detaches the device once nothing else (a mount) uses it, so nothing leaks.
 type loopDev struct {
+	fd        int
 	dev       string
 	link      string
 	instances map[string]bool
@@ -59,34 +62,34 @@ func (m *loopManager) ensure(volID, instID, file string) error {
 	if f, ok := m.failed[volID]; ok && time.Since(f.at) < retryFailedAttach {
 		return f.err
 	}
-	dev, err := m.attachWithLink(volID, file)
+	dev, fd, err := m.attachWithLink(volID, file)
 	if err != nil {
 		m.failed[volID] = failure{at: time.Now(), err: err}
 		return err
 	}
 	delete(m.failed, volID)
-	m.devs[volID] = &loopDev{dev: dev, link: filepath.Join(m.linkDir, LinkName(volID)), instances: map[string]bool{instID: true}}
+	m.devs[volID] = &loopDev{fd: fd, dev: dev, link: filepath.Join(m.linkDir, LinkName(volID)), instances: map[string]bool{instID: true}}
 	m.log.V(2).Info("Attached loop device", "volume", volID, "device", dev)
 	return nil
 }
 
 // attachWithLink binds a loop device to the volume's file and points the by-id link at it.
-func (m *loopManager) attachWithLink(volID, file string) (string, error) {
-	dev, err := attachLoop(file)
+func (m *loopManager) attachWithLink(volID, file string) (string, int, error) {
+	dev, fd, err := attachLoop(file)
 	if err != nil {
-		return "", err
+		return "", -1, err
 	}
 	link := filepath.Join(m.linkDir, LinkName(volID))
 	if err := os.MkdirAll(m.linkDir, 0o755); err != nil {
-		_ = detachLoop(dev)
-		return "", err
+		detachFD(fd)
+		return "", -1, err
 	}
 	_ = os.Remove(link)
 	if err := os.Symlink(dev, link); err != nil {
-		_ = detachLoop(dev)
-		return "", fmt.Errorf("link %s: %w", link, err)
+		detachFD(fd)
+		return "", -1, fmt.Errorf("link %s: %w", link, err)
 	}
-	return dev, nil
+	return dev, fd, nil
 }
 
 // release drops the instance's use of the volume's device, taking device and link down with the last one.
@@ -106,9 +109,7 @@ func (m *loopManager) teardown(volID string, d *loopDev) error {
 	if target, err := os.Readlink(d.link); err == nil && target == d.dev {
 		_ = os.Remove(d.link)
 	}
-	if err := detachLoop(d.dev); err != nil {
-		return err
-	}
+	detachFD(d.fd)
 	delete(m.devs, volID)
 	m.log.V(2).Info("Detached loop device", "volume", volID, "device", d.dev)
 	return nil
@@ -120,12 +121,7 @@ func (m *loopManager) grow(volID string) error {
 	if !ok {
 		return nil
 	}
-	fd, err := unix.Open(d.dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", d.dev, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.IoctlSetInt(fd, unix.LOOP_SET_CAPACITY, 0); err != nil {
+	if err := unix.IoctlSetInt(d.fd, unix.LOOP_SET_CAPACITY, 0); err != nil {
 		return fmt.Errorf("LOOP_SET_CAPACITY %s: %w", d.dev, err)
 	}
 	return nil
@@ -181,51 +177,51 @@ func (m *loopManager) releaseStale() {
 	}
 }
 
-// attachLoop binds a free loop device to file and returns its path.
-func attachLoop(file string) (string, error) {
+// attachLoop binds a free loop device to file with autoclear, and returns its path and an open fd that keeps
+// it bound.
+func attachLoop(file string) (string, int, error) {
 	ctl, err := unix.Open("/dev/loop-control", unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("open /dev/loop-control: %w", err)
+		return "", -1, fmt.Errorf("open /dev/loop-control: %w", err)
 	}
 	defer unix.Close(ctl)
 	back, err := unix.Open(file, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", file, err)
+		return "", -1, fmt.Errorf("open %s: %w", file, err)
 	}
 	defer unix.Close(back)
 	// Another process may grab the free device between GET_FREE and CONFIGURE; then try the next one.
 	for attempt := 0; attempt < 20; attempt++ {
 		n, err := unix.IoctlRetInt(ctl, unix.LOOP_CTL_GET_FREE)
 		if err != nil {
-			return "", fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
+			return "", -1, fmt.Errorf("LOOP_CTL_GET_FREE: %w", err)
 		}
 		dev := "/dev/loop" + strconv.Itoa(n)
 		if _, err := os.Stat(dev); errors.Is(err, fs.ErrNotExist) {
 			// Containers often have no device nodes for new loop devices.
 			if err := unix.Mknod(dev, unix.S_IFBLK|0o660, int(unix.Mkdev(7, uint32(n)))); err != nil && !errors.Is(err, fs.ErrExist) {
-				return "", fmt.Errorf("mknod %s: %w", dev, err)
+				return "", -1, fmt.Errorf("mknod %s: %w", dev, err)
 			}
 		}
 		fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return "", fmt.Errorf("open %s: %w", dev, err)
+			return "", -1, fmt.Errorf("open %s: %w", dev, err)
 		}
 		err = configureLoop(fd, back, file)
+		if err == nil {
+			return dev, fd, nil
+		}
 		unix.Close(fd)
-		if errors.Is(err, unix.EBUSY) {
-			time.Sleep(10 * time.Millisecond)
-			continue
+		if !errors.Is(err, unix.EBUSY) {
+			return "", -1, fmt.Errorf("configure %s for %s: %w", dev, file, err)
 		}
-		if err != nil {
-			return "", fmt.Errorf("configure %s for %s: %w", dev, file, err)
-		}
-		return dev, nil
+		time.Sleep(10 * time.Millisecond)
 	}
-	return "", fmt.Errorf("no free loop device for %s", file)
+	return "", -1, fmt.Errorf("no free loop device for %s", file)
 }
 
 func configureLoop(fd, back int, file string) error {
-	var info unix.LoopInfo64
+	info := unix.LoopInfo64{Flags: unix.LO_FLAGS_AUTOCLEAR}
 	copy(info.File_name[:len(info.File_name)-1], file)
 	cfg := unix.LoopConfig{Fd: uint32(back), Info: info}
 	err := unix.IoctlLoopConfigure(fd, &cfg)
@@ -241,6 +237,13 @@ func configureLoop(fd, back int, file string) error {
 		return err
 	}
 	return nil
+}
+
+// detachFD unbinds the loop device behind fd and closes it. Had the unbind failed, the close still detaches
+// it by autoclear.
+func detachFD(fd int) {
+	_ = unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
+	_ = unix.Close(fd)
 }
 
 // detachLoop unbinds a loop device. A device still open elsewhere (mounted) is detached by the kernel when

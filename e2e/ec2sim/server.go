@@ -162,6 +162,7 @@ func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, er
 		return nil, fmt.Errorf("ec2sim: %w", err)
 	}
 	s.st = st
+	s.removeOrphans()
 	s.loops = newLoopManager(log, cfg.DeviceLinkDir, filepath.Join(dataDir, "volumes"))
 
 	ok := false

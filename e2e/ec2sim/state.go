@@ -126,7 +126,7 @@ func loadState(dir string) (*state, error) {
 
 // save writes the state atomically: a reader (or a restart after a crash) sees the old or the new file.
 func (st *state) save(dir string) error {
-	b, err := json.MarshalIndent(st, "", " ")
+	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
 	}
