@@ -34,11 +34,11 @@ func TestCachedBlocksAreServedFromDisk(t *testing.T) {
 			}
 		}
 		if round == 0 {
-			f.Gets = nil
+			f.ResetGets()
 		}
 	}
-	if len(f.Gets) != 0 {
-		t.Errorf("second round made %d GETs, want all from cache", len(f.Gets))
+	if len(f.Gets()) != 0 {
+		t.Errorf("second round made %d GETs, want all from cache", len(f.Gets()))
 	}
 	// A new version of the object is not served from the old version's blocks.
 	data2 := bytes.Repeat([]byte("n"), len(data))

@@ -60,13 +60,13 @@ func TestSequentialReadsGrowTheWindowUpToTheMaximum(t *testing.T) {
 	if last := windows[len(windows)-1]; last != cfg.MaxWindow {
 		t.Errorf("window after a long sequential read = %d, want the maximum %d", last, cfg.MaxWindow)
 	}
-	for _, g := range f.Gets {
+	for _, g := range f.Gets() {
 		if g.Len > part {
 			t.Errorf("GET of %d bytes exceeds the part size", g.Len)
 		}
 	}
-	if len(f.Gets) != 40 {
-		t.Errorf("%d GETs for 40 parts, want each part fetched once", len(f.Gets))
+	if len(f.Gets()) != 40 {
+		t.Errorf("%d GETs for 40 parts, want each part fetched once", len(f.Gets()))
 	}
 	if st := r.Stats(); st.Direct != 0 || st.Parts != 40 || st.Streamed != 80 {
 		t.Errorf("stats %+v, want 80 streamed reads from 40 parts", st)
@@ -99,7 +99,7 @@ func TestRandomReadsFetchOnlyWhatIsAsked(t *testing.T) {
 		}
 	}
 	var total int64
-	for _, g := range f.Gets {
+	for _, g := range f.Gets() {
 		total += g.Len
 	}
 	if total > 50*4096*2 {
@@ -207,13 +207,13 @@ func TestReorderedReadaheadStillStreams(t *testing.T) {
 		}
 	}
 	var direct int
-	for _, g := range f.Gets {
+	for _, g := range f.Gets() {
 		if g.Len < cfg.PartSize && g.Off+g.Len != obj.Size {
 			direct++
 		}
 	}
 	if direct > 1 {
-		t.Errorf("%d small direct GETs for reordered sequential reads (gets %v), want at most 1", direct, f.Gets)
+		t.Errorf("%d small direct GETs for reordered sequential reads (gets %v), want at most 1", direct, f.Gets())
 	}
 	if r.Window() <= cfg.InitialWindow {
 		t.Errorf("window %d did not grow for reordered sequential reads", r.Window())

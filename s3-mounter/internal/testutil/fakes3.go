@@ -30,8 +30,8 @@ type FakeS3 struct {
 	uploads map[string]map[int32][]byte
 	nextID  int
 
-	// Gets records every ranged GET in order.
-	Gets []Range
+	// gets records every ranged GET in order.
+	gets []Range
 	// Puts, Parts, Completes and Aborts count write calls.
 	Puts, Parts, Completes, Aborts int
 	// PartSizes records the size of each uploaded part by part number.
@@ -64,6 +64,20 @@ func (f *FakeS3) Object(key string) ([]byte, bool) {
 	defer f.mu.Unlock()
 	b, ok := f.objects[key]
 	return b, ok
+}
+
+// Gets returns the ranged GETs seen so far, in order.
+func (f *FakeS3) Gets() []Range {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Range(nil), f.gets...)
+}
+
+// ResetGets forgets the GETs seen so far.
+func (f *FakeS3) ResetGets() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gets = nil
 }
 
 // PendingUploads counts multipart uploads neither completed nor aborted.
@@ -132,7 +146,7 @@ func (f *FakeS3) List(_ context.Context, prefix, delimiter, token string, maxKey
 func (f *FakeS3) GetRange(_ context.Context, obj prefetch.Object, off int64, dst []byte) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.Gets = append(f.Gets, Range{off, int64(len(dst))})
+	f.gets = append(f.gets, Range{off, int64(len(dst))})
 	b, ok := f.objects[obj.Key]
 	if !ok {
 		return apiErr("NoSuchKey")

@@ -142,10 +142,11 @@ func (u *Upload) sendPartLocked() error {
 		return u.err
 	}
 	u.inflight.Add(1)
+	id := u.uploadID
 	go func() {
 		defer u.inflight.Done()
 		defer func() { <-u.sem }()
-		etag, err := u.client.UploadPart(u.ctx, u.key, u.uploadID, num, data)
+		etag, err := u.client.UploadPart(u.ctx, u.key, id, num, data)
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		if err != nil {
