@@ -2,13 +2,17 @@ package ec2sim
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
@@ -31,11 +35,34 @@ func TestSigV4Verification(t *testing.T) {
 	wrongKey := newClient(t, s, func(o *clientOpts) { o.accessKey, o.secretKey = "AKIDOTHER", "right-secret" })
 	_, err = wrongKey.DescribeVolumes(ctxT(t), &ec2.DescribeVolumesInput{})
 	wantCode(t, err, "AuthFailure")
+	// A signature made an hour ago has expired, even with the right secret.
+	body := "Action=DescribeVolumes&Version=2016-11-15"
+	req, err := http.NewRequest(http.MethodPost, s.URL(), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	sum := sha256.Sum256([]byte(body))
+	err = v4.NewSigner().SignHTTP(ctxT(t), aws.Credentials{AccessKeyID: "AKIDTEST", SecretAccessKey: "right-secret"}, req,
+		hex.EncodeToString(sum[:]), "ec2", "us-east-1", time.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(old.Body)
+	_ = old.Body.Close()
+	if old.StatusCode != http.StatusBadRequest || !bytes.Contains(b, []byte("<Code>RequestExpired</Code>")) {
+		t.Errorf("expired signature: %d %s", old.StatusCode, b)
+	}
+
 	resp, err := http.Post(s.URL(), "application/x-www-form-urlencoded", strings.NewReader("Action=DescribeVolumes&Version=2016-11-15"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := io.ReadAll(resp.Body)
+	b, _ = io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized || !bytes.Contains(b, []byte("<Code>MissingAuthenticationToken</Code>")) {
 		t.Errorf("unsigned request: %d %s", resp.StatusCode, b)

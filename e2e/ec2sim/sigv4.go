@@ -9,7 +9,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
+
+const maxSignatureSkew = 15 * time.Minute
 
 // verifySignature checks an AWS Signature Version 4 Authorization header against the configured credentials.
 // Without configured credentials every request is accepted.
@@ -47,6 +50,14 @@ func (s *Server) verifySignature(r *http.Request, body string) *apiError {
 	amzDate := r.Header.Get("X-Amz-Date")
 	if len(amzDate) < 8 || amzDate[:8] != scope[1] {
 		return newError(http.StatusBadRequest, "IncompleteSignature", "X-Amz-Date does not match the credential scope date.")
+	}
+	signedAt, err := time.Parse("20060102T150405Z", amzDate)
+	if err != nil {
+		return newError(http.StatusBadRequest, "IncompleteSignature", "X-Amz-Date %q is malformed.", amzDate)
+	}
+	// AWS refuses signatures more than 15 minutes away from its clock (real time, whatever the emulated clock).
+	if skew := time.Since(signedAt); skew > maxSignatureSkew || skew < -maxSignatureSkew {
+		return newError(http.StatusBadRequest, "RequestExpired", "Request has expired.")
 	}
 
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
