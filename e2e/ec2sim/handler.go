@@ -48,6 +48,8 @@ var actions = map[string]struct {
 	"DescribeSnapshots":            {(*Server).describeSnapshots, false},
 	"DeleteSnapshot":               {(*Server).deleteSnapshot, true},
 	"EnableFastSnapshotRestores":   {(*Server).enableFastSnapshotRestores, true},
+	"LockSnapshot":                 {(*Server).lockSnapshot, true},
+	"UnlockSnapshot":               {(*Server).unlockSnapshot, true},
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

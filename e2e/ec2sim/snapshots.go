@@ -165,8 +165,12 @@ func (s *Server) deleteSnapshot(r *request) (any, *apiError) {
 	if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
 		return nil, aerr
 	}
-	if s.st.Snapshots[id] == nil {
+	sn := s.st.Snapshots[id]
+	if sn == nil {
 		return nil, errSnapshotNotFound(id)
+	}
+	if sn.Lock != nil && sn.Lock.state(r.now) != "expired" {
+		return nil, errSnapshotLocked(id, sn.Lock)
 	}
 	if dry, aerr := r.dryRun(); aerr != nil {
 		return nil, aerr

@@ -94,6 +94,7 @@ type snapshot struct {
 	StartTime   time.Time       `json:"startTime"`
 	CompleteAt  time.Time       `json:"completeAt"`
 	FastRestore map[string]bool `json:"fastRestore,omitempty"`
+	Lock        *snapshotLock   `json:"lock,omitempty"`
 }
 
 func newState() *state {

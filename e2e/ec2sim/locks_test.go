@@ -1,0 +1,96 @@
+package ec2sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+func TestSnapshotLocks(t *testing.T) {
+	s, clk := startFake(t, nil)
+	c := newClient(t, s)
+	ctx := ctxT(t)
+	vol, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(3 * time.Second)
+	newSnap := func() *string {
+		t.Helper()
+		out, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: vol.VolumeId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.SnapshotId
+	}
+
+	for _, tt := range []struct {
+		name string
+		in   ec2.LockSnapshotInput
+		code string
+	}{
+		{"bad mode", ec2.LockSnapshotInput{LockMode: "forever", LockDuration: aws.Int32(1)}, "InvalidParameterValue"},
+		{"neither duration nor date", ec2.LockSnapshotInput{LockMode: types.LockModeGovernance}, "InvalidParameterCombination"},
+		{"duration and date", ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, LockDuration: aws.Int32(1), ExpirationDate: aws.Time(time.Now().Add(time.Hour))}, "InvalidParameterCombination"},
+		{"duration too long", ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, LockDuration: aws.Int32(36501)}, "InvalidParameterValue"},
+		{"cool-off in governance", ec2.LockSnapshotInput{LockMode: types.LockModeGovernance, LockDuration: aws.Int32(1), CoolOffPeriod: aws.Int32(1)}, "InvalidParameterCombination"},
+		{"cool-off too long", ec2.LockSnapshotInput{LockMode: types.LockModeCompliance, LockDuration: aws.Int32(1), CoolOffPeriod: aws.Int32(73)}, "InvalidParameterValue"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := tt.in
+			in.SnapshotId = newSnap()
+			_, err := c.LockSnapshot(ctx, &in)
+			wantCode(t, err, tt.code)
+		})
+	}
+	_, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: aws.String("snap-00000000000000001"), LockMode: types.LockModeGovernance, LockDuration: aws.Int32(1)})
+	wantCode(t, err, "InvalidSnapshot.NotFound")
+
+	// Governance: no delete while locked; unlock, then delete.
+	gov := newSnap()
+	out, err := c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: gov, LockMode: types.LockModeGovernance, LockDuration: aws.Int32(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.LockState != types.LockStateGovernance || aws.ToInt32(out.LockDuration) != 2 || out.LockExpiresOn == nil || out.LockCreatedOn == nil {
+		t.Errorf("governance lock %+v", out)
+	}
+	_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: gov})
+	wantCode(t, err, "SnapshotLocked")
+	if _, err := c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: gov}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: gov}); err != nil {
+		t.Errorf("delete after unlock: %v", err)
+	}
+
+	// Compliance with a cooling-off period: changeable during it, only extendable after, deletable once expired.
+	comp := newSnap()
+	out, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: comp, LockMode: types.LockModeCompliance, LockDuration: aws.Int32(2), CoolOffPeriod: aws.Int32(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.LockState != types.LockStateComplianceCooloff || out.CoolOffPeriodExpiresOn == nil {
+		t.Errorf("compliance lock %+v", out)
+	}
+	clk.Advance(2 * time.Hour)
+	_, err = c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: comp})
+	wantCode(t, err, "IncorrectState")
+	_, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: comp, LockMode: types.LockModeCompliance, LockDuration: aws.Int32(1)})
+	wantCode(t, err, "IncorrectState")
+	out, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: comp, LockMode: types.LockModeCompliance, LockDuration: aws.Int32(3)})
+	if err != nil || out.LockState != types.LockStateCompliance {
+		t.Fatalf("extend compliance lock: %+v %v", out, err)
+	}
+	_, err = c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: comp})
+	wantCode(t, err, "SnapshotLocked")
+	clk.Advance(3*24*time.Hour + time.Minute)
+	if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: comp}); err != nil {
+		t.Errorf("delete after the lock expired: %v", err)
+	}
+	_, err = c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: newSnap()})
+	wantCode(t, err, "IncorrectState")
+}
