@@ -204,6 +204,11 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 		}
 	}()
 	if err := discover(ctx, env, csiMetrics); err != nil {
+		if ctx.Err() != nil {
+			// SIGTERM while waiting for the driver is a normal shutdown, not a failure.
+			logger.Info("Shutting down before the CSI driver was ready")
+			return nil
+		}
 		return err
 	}
 	logger = logger.WithValues("driver", env.DriverName)

@@ -166,3 +166,29 @@ func TestRunGivesEnvToControllers(t *testing.T) {
 		t.Error("HTTP endpoint still serving after Run returned")
 	}
 }
+
+func TestRunShutsDownCleanlyWhileWaitingForDriver(t *testing.T) {
+	resetLogging(t)
+	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d", NotReadyProbes: 1 << 30})
+	ctx, cancel := context.WithCancel(context.Background())
+	result := make(chan error, 1)
+	go func() {
+		result <- Run(ctx, options("--csi-address", driver.Address, "--kubeconfig", kubeconfig(t)),
+			func(context.Context, *Env) error {
+				t.Error("run was called for a driver that never became ready")
+				return nil
+			})
+	}()
+	for driver.ProbeCount() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatalf("Run() = %v after cancel during start-up, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
