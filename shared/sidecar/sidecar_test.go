@@ -170,10 +170,11 @@ func TestRunGivesEnvToControllers(t *testing.T) {
 func TestRunShutsDownCleanlyWhileWaitingForDriver(t *testing.T) {
 	resetLogging(t)
 	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d", NotReadyProbes: 1 << 30})
+	o := options("--csi-address", driver.Address, "--kubeconfig", kubeconfig(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	result := make(chan error, 1)
 	go func() {
-		result <- Run(ctx, options("--csi-address", driver.Address, "--kubeconfig", kubeconfig(t)),
+		result <- Run(ctx, o,
 			func(context.Context, *Env) error {
 				t.Error("run was called for a driver that never became ready")
 				return nil
