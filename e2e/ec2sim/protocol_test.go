@@ -144,6 +144,7 @@ func FuzzRequest(f *testing.F) {
 		"Action=EnableFastSnapshotRestores&AvailabilityZone.1=us-east-1a&SourceSnapshotId.1=snap-1",
 		"Action=DescribeInstances&InstanceId.1=i-&MaxResults=99999999999999999999",
 		"Action=CopyVolumes&SourceVolumeId=vol-0&Size=1",
+		"Action=LockSnapshot&SnapshotId=snap-0&LockMode=compliance&ExpirationDate=2030-01-01T00:00:00Z&CoolOffPeriod=5",
 	} {
 		f.Add(seed)
 	}
