@@ -1,9 +1,6 @@
 package ec2sim
 
-import (
-	"fmt"
-	"net/http"
-)
+import "net/http"
 
 // volumeLimits are EBS's per-type limits: sizes in GiB, IOPS, IOPS per GiB, throughput in MiB/s.
 type volumeLimits struct {
@@ -139,5 +136,5 @@ func (it instanceType) volumeSlots() int64 {
 }
 
 func errAttachmentLimit(instanceID string) *apiError {
-	return newError(http.StatusBadRequest, "AttachmentLimitExceeded", "%s", fmt.Sprintf("You have reached the maximum number of attachments for instance %s.", instanceID))
+	return newError(http.StatusBadRequest, "AttachmentLimitExceeded", "You have reached the maximum number of attachments for instance %s.", instanceID)
 }
