@@ -24,16 +24,17 @@ var _ = ginkgo.ReportAfterSuite("ebs-plugin sanity counts", func(r types.Report)
 // time scale of 0.01, with one instance that is this machine: ControllerPublishVolume makes a loop device
 // and the NVMe by-id link, so NodeStage/NodePublish really run mkfs and mount.
 //
-// Skips (all decided by csi-sanity from the driver's capabilities, none by this test):
-//   - ListVolumes, GetCapacity, ControllerGetVolume, GetVolume/ListVolumes pagination: the driver does not
-//     advertise LIST_VOLUMES, GET_CAPACITY or GET_VOLUME (EBS has no cheap way to list a cluster's volumes;
-//     upstream does not implement them either).
-//   - SINGLE_NODE_MULTI_WRITER / group controller / VolumeGroupSnapshot tests: not advertised (EBS has no
-//     group snapshots; multi-writer is MULTI_NODE_MULTI_WRITER on io2 block only).
-//   - NodeGetVolumeStats volume-condition checks: the CSI v1.13 Go bindings carry no VolumeCondition, so the
-//     driver does not advertise VOLUME_CONDITION.
-//
-// Every skip is listed with its reason in the test output by Ginkgo.
+// Skips (all decided by csi-sanity from the driver's capabilities, none by this test; the test logs each
+// skipped spec with csi-sanity's reason):
+//   - ListVolumes, GetCapacity, ControllerGetVolume, ControllerGetVolumeHealth, ControllerListVolumeHealth,
+//     NodeGetVolumeHealth/NodeGetStorageHealth: the driver does not advertise LIST_VOLUMES, GET_CAPACITY,
+//     GET_VOLUME or VOLUME_CONDITION. EBS has no cheap way to list a cluster's volumes and capacity is not a
+//     meaningful per-zone number (upstream implements none of them); CSI v1.13's Go bindings have no
+//     VolumeCondition.
+//   - ControllerPublishVolume.readonly: PUBLISH_READONLY is not advertised, EBS cannot attach read-only.
+//   - SINGLE_NODE_MULTI_WRITER: not advertised; EBS multi-writer is MULTI_NODE_MULTI_WRITER on io2 block only.
+//   - GroupControllerService / VolumeGroupSnapshots: EBS has no group snapshots.
+//   - SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: EBS snapshots are regional.
 func TestE2EEBSSanity(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("needs root for loop devices and mounts")
@@ -76,6 +77,7 @@ func TestE2EEBSSanity(t *testing.T) {
 			passed++
 		case s.State.Is(types.SpecStateSkipped | types.SpecStatePending):
 			skipped++
+			t.Logf("skipped: %s: %s", s.FullText(), s.Failure.Message)
 		case s.State.Is(types.SpecStateFailureStates):
 			failed++
 		}

@@ -19,6 +19,7 @@ var controllerCapabilities = []csi.ControllerServiceCapability_RPC_Type{
 	csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
 	csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 	csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS,
+	csi.ControllerServiceCapability_RPC_GET_SNAPSHOT,
 	csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 	csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 	csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
@@ -106,9 +107,7 @@ func checkCapabilities(caps []*csi.VolumeCapability) (block, multiAttach bool, e
 			return false, false, status.Errorf(codes.InvalidArgument, "volume_capabilities[%d]: access_type (block or mount) is required", i)
 		}
 		switch mode := c.GetAccessMode().GetMode(); mode {
-		case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER,
-			csi.VolumeCapability_AccessMode_SINGLE_NODE_SINGLE_WRITER,
-			csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER:
+		case csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER:
 		case csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER:
 			multiAttach = true
 		default:

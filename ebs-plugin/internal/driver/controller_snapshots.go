@@ -169,3 +169,19 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	}
 	return resp, nil
 }
+
+// GetSnapshot implements csi.ControllerServer (GET_SNAPSHOT): one snapshot by ID, NotFound if it is gone.
+func (d *Driver) GetSnapshot(ctx context.Context, req *csi.GetSnapshotRequest) (*csi.GetSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	}
+	if !validSnapshotID(id) {
+		return nil, status.Errorf(codes.NotFound, "snapshot %q does not exist", id)
+	}
+	snap, err := d.cloud.GetSnapshotByID(ctx, id)
+	if err != nil {
+		return nil, cloudError(err, "snapshot %s", id)
+	}
+	return &csi.GetSnapshotResponse{Snapshot: csiSnapshot(snap)}, nil
+}

@@ -92,6 +92,9 @@ func TestCreateVolume(t *testing.T) {
 		{name: "multi-attach needs io2", req: &csi.CreateVolumeRequest{Name: "x",
 			VolumeCapabilities: []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_MULTI_NODE_MULTI_WRITER)}},
 			wantCode: codes.InvalidArgument, wantInMsg: []string{"io2"}},
+		{name: "single-node multi-writer is not advertised", req: &csi.CreateVolumeRequest{Name: "x",
+			VolumeCapabilities: []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_MULTI_WRITER)}},
+			wantCode: codes.InvalidArgument, wantInMsg: []string{"SINGLE_NODE_MULTI_WRITER"}},
 		{name: "multi-node reader is not EBS", req: &csi.CreateVolumeRequest{Name: "x",
 			VolumeCapabilities: []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_MULTI_NODE_READER_ONLY)}},
 			wantCode: codes.InvalidArgument, wantInMsg: []string{"MULTI_NODE_READER_ONLY"}},
@@ -312,7 +315,8 @@ func TestSnapshots(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument, "mars-1a")
 	_, err = d.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-c", SourceVolumeId: "vol-0fff"})
 	wantCode(t, err, codes.NotFound, "vol-0fff")
-	if _, err := d.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-d", SourceVolumeId: v.VolumeID}); err != nil {
+	snapD, err := d.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-d", SourceVolumeId: v.VolumeID})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -333,6 +337,12 @@ func TestSnapshots(t *testing.T) {
 	if _, err := d.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: first.GetSnapshot().GetSnapshotId()}); err != nil {
 		t.Fatal(err)
 	}
+	got, err := d.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: snapD.GetSnapshot().GetSnapshotId()})
+	if err != nil || got.GetSnapshot().GetSourceVolumeId() != v.VolumeID {
+		t.Fatalf("GetSnapshot: %v %v", got, err)
+	}
+	_, err = d.GetSnapshot(ctx, &csi.GetSnapshotRequest{SnapshotId: first.GetSnapshot().GetSnapshotId()})
+	wantCode(t, err, codes.NotFound, first.GetSnapshot().GetSnapshotId())
 	_, err = d.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{})
 	wantCode(t, err, codes.InvalidArgument, "snapshot_id")
 }
