@@ -109,7 +109,9 @@ func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...str
 	}()
 	t.Cleanup(func() { m.stop(t) })
 	deadline := time.Now().Add(30 * time.Second)
-	for !isMounted(dir) {
+	// Ready = in the mount table and s3-fuse has said it serves (go-fuse has finished its own start-up
+	// accesses to the mount, which would make an immediate umount EBUSY).
+	for !isMounted(dir) || !strings.Contains(m.output.String(), `"serving"`) {
 		select {
 		case <-m.done:
 			t.Fatalf("s3-fuse exited before mounting: %s", m.output.String())
