@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +70,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 			kc, counter := countingKubeconfig(t, serviceAccountKubeconfig(t, c))
 			p := startProvisioner(t, kc, drv.Endpoint(), run.flags...)
 			waitFor(t, 2*time.Minute, "provisioner caches synced", func() (bool, error) {
-				return strings.Contains(p.logTail(200), "Caches synced"), nil
+				return p.logContains("Caches synced"), nil
 			})
 			time.Sleep(time.Second)
 			base := [4]int64{counter.total.Load(), counter.writes.Load(), counter.events.Load(), counter.watches.Load()}
@@ -111,8 +111,21 @@ func TestBenchProvisionStorm(t *testing.T) {
 				return bound == n, nil
 			})
 			elapsed := time.Since(start)
-			// Let the last releases of the provisioning intent land before counting.
-			time.Sleep(2 * time.Second)
+			// Count the whole job: wait for the last releases of the provisioning intent (throttled writes that
+			// may trail the binding).
+			waitFor(t, 20*time.Minute, "intents released", func() (bool, error) {
+				list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+				if err != nil {
+					return false, err
+				}
+				for _, c := range list.Items {
+					if slices.Contains(c.Finalizers, intentKey) {
+						return false, nil
+					}
+				}
+				return true, nil
+			})
+			time.Sleep(time.Second)
 			total := counter.total.Load() - base[0]
 			writes := counter.writes.Load() - base[1]
 			events := counter.events.Load() - base[2]

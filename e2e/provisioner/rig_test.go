@@ -143,7 +143,7 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("csi-provisioner (pid %d) log:\n%s", p.cmd.Process.Pid, p.logTail(80))
+			t.Logf("csi-provisioner (pid %d) log:\n%s", p.cmd.Process.Pid, p.logTail(300))
 		}
 	})
 	return p
@@ -163,6 +163,13 @@ func (p *process) logTail(lines int) string {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// logContains reports whether the process logged s so far.
+func (p *process) logContains(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Contains(p.log.String(), s)
 }
 
 func freePort(t testing.TB) string {
@@ -256,6 +263,8 @@ func countingKubeconfig(t testing.TB, kubeconfig string) (string, *requestCounte
 	proxy.Transport = transport
 	proxy.FlushInterval = -1
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The proxy authenticates as the ServiceAccount: client-go does not send bearer tokens over plain HTTP.
+		r.Header.Set("Authorization", "Bearer "+token)
 		if strings.Contains(r.URL.Path, "/leases") {
 			// Leader election runs on its own clock, not per claim; counted apart.
 			rc.leases.Add(1)
@@ -292,13 +301,12 @@ clusters:
     server: %s
 users:
 - name: sa
-  user:
-    token: %s
+  user: {}
 contexts:
 - name: counted
   context: {cluster: counted, user: sa}
 current-context: counted
-`, rc.url, token)
+`, rc.url)
 	if err := os.WriteFile(out, []byte(content), 0o600); err != nil {
 		t.Fatal(err)
 	}
