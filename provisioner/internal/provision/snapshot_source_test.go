@@ -48,7 +48,10 @@ func TestRestoreFromSnapshot(t *testing.T) {
 		wantSnaps bool // CreateVolume got the snapshot as content source
 	}{
 		{name: "ready snapshot of this driver", wantSnaps: true},
-		{name: "not ready", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) { f := false; vs.Status.ReadyToUse = &f }, wantErr: true},
+		{name: "not ready", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) {
+			f := false
+			vs.Status.ReadyToUse = &f
+		}, wantErr: true},
 		{name: "being deleted", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) {
 			now := metav1.Now()
 			vs.DeletionTimestamp = &now
