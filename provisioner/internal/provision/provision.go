@@ -39,6 +39,10 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
 	ctx = klog.NewContext(ctx, logger)
 	volName := p.volumeName(claim.UID)
+	if v := claim.Annotations[IntentKey]; v != "" && hasIntent(claim) {
+		// The name a possibly earlier run (maybe with another --volume-name-prefix) sent to CreateVolume.
+		volName = v
+	}
 
 	stage := p.claimStage(claim.UID)
 	if claim.DeletionTimestamp != nil {

@@ -469,3 +469,19 @@ func TestNodeDeployment(t *testing.T) {
 		t.Errorf("take patch %s does not test the resourceVersion", patch)
 	}
 }
+
+// The recorded name wins over the one the current flags would make, so a restart with another
+// --volume-name-prefix still finds the volume an earlier run may have made.
+func TestAbandonUsesRecordedVolumeName(t *testing.T) {
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting, func(c *v1.PersistentVolumeClaim) {
+		c.Annotations[IntentKey] = "old-prefix-" + uid
+	})
+	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+	h.csi.Put("old-prefix-" + uid)
+	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.csi.Creates) != 1 || h.csi.Creates[0].Name != "old-prefix-"+uid || h.csi.Count() != 0 {
+		t.Errorf("creates %d (name %q), volumes left %d", len(h.csi.Creates), h.csi.Creates[0].Name, h.csi.Count())
+	}
+}
