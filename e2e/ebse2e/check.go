@@ -1,0 +1,53 @@
+package ebse2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MountsUnder lists the mount points at or below dir (from /proc/self/mountinfo).
+func MountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	dir = filepath.Clean(dir)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			out = append(out, f[4])
+		}
+	}
+	return out, nil
+}
+
+// mountFSType is the file-system type mounted at path, or "" if nothing is.
+func mountFSType(path string) (string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if ok && len(f) > 4 && len(g) > 0 && f[4] == path {
+			return g[0], nil
+		}
+	}
+	return "", nil
+}
+
+// LoopDevicesUnder lists the loop devices whose backing file lies below dir.
+func LoopDevicesUnder(dir string) []string {
+	files, _ := filepath.Glob("/sys/block/loop*/loop/backing_file")
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), filepath.Clean(dir)+"/") {
+			out = append(out, "/dev/"+filepath.Base(filepath.Dir(filepath.Dir(f))))
+		}
+	}
+	return out
+}

@@ -1,0 +1,93 @@
+package ebse2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// StepResult is one finished step.
+type StepResult struct {
+	Scenario string
+	Step     string
+	Result   string
+	Took     time.Duration
+	Err      error
+}
+
+// Report runs steps, prints a line per step as it finishes (like "PVC data-0 Bound in 2.4s") and keeps
+// them for the summary table.
+type Report struct {
+	out      io.Writer
+	mu       sync.Mutex
+	scenario string
+	steps    []StepResult
+}
+
+// NewReport prints to out (io.Discard for silence).
+func NewReport(out io.Writer) *Report { return &Report{out: out} }
+
+// Scenario starts a new scenario heading.
+func (r *Report) Scenario(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.scenario = name
+	fmt.Fprintf(r.out, "\n%s\n", name)
+}
+
+// Step runs fn; its result text becomes the line printed with the duration. A failing step prints its error
+// and returns it wrapped with the step's name.
+func (r *Report) Step(ctx context.Context, name string, fn func(ctx context.Context) (string, error)) error {
+	start := time.Now()
+	result, err := fn(ctx)
+	took := time.Since(start)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps = append(r.steps, StepResult{Scenario: r.scenario, Step: name, Result: result, Took: took, Err: err})
+	if err != nil {
+		fmt.Fprintf(r.out, "  FAILED %s after %s: %v\n", name, FormatDuration(took), err)
+		return fmt.Errorf("step %q: %w", name, err)
+	}
+	fmt.Fprintf(r.out, "  %s in %s\n", result, FormatDuration(took))
+	return nil
+}
+
+// Steps returns the steps run so far.
+func (r *Report) Steps() []StepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]StepResult(nil), r.steps...)
+}
+
+// Summary writes the table of every step: scenario, step, status and duration, then the total.
+func (r *Report) Summary(w io.Writer) {
+	steps := r.Steps()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tSTEP\tSTATUS\tTOOK")
+	var total time.Duration
+	for _, s := range steps {
+		status := "ok"
+		if s.Err != nil {
+			status = "FAILED"
+		}
+		total += s.Took
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Scenario, s.Step, status, FormatDuration(s.Took))
+	}
+	fmt.Fprintf(tw, "\t%s\t\t%s\n", "total", FormatDuration(total))
+	_ = tw.Flush()
+}
+
+// FormatDuration prints 2.4s, 850ms or 1m12s.
+func FormatDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		return d.Round(time.Second).String()
+	}
+}

@@ -1,0 +1,384 @@
+package ebse2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/ec2sim"
+	"github.com/stowage-csi/stowage/e2e/kubeletsim"
+)
+
+const (
+	// Driver is the EBS CSI driver's name.
+	Driver = "ebs.csi.aws.com"
+	// Region is the emulated region; its zones are a, b and c.
+	Region = "us-east-1"
+	// ClusterID tags every volume the controller creates (ebs.csi.aws.com/cluster=true plus this ID).
+	ClusterID = "stowage-e2e"
+
+	rbacNamespace = "kube-system"
+	stopGrace     = 10 * time.Second
+)
+
+// NodeSpec is one simulated node and the EC2 instance it is.
+type NodeSpec struct {
+	Name, Zone, InstanceID, InstanceType string
+}
+
+// DefaultNodes are node-a and node-b in us-east-1a (so a volume can move between them) and node-c in
+// us-east-1b (two zones).
+func DefaultNodes() []NodeSpec {
+	return []NodeSpec{
+		{Name: "node-a", Zone: "us-east-1a", InstanceID: "i-0a000000000000001", InstanceType: "m5.large"},
+		{Name: "node-b", Zone: "us-east-1a", InstanceID: "i-0b000000000000002", InstanceType: "m5.large"},
+		{Name: "node-c", Zone: "us-east-1b", InstanceID: "i-0c000000000000003", InstanceType: "m5.large"},
+	}
+}
+
+// Options configure Start.
+type Options struct {
+	// TimeScale is ec2sim's: 1.0 is EC2's real delays, 0.02 suits tests.
+	TimeScale float64
+	// Dir holds everything (binaries, logs, control plane, EC2 data, kubelet roots, sockets). Empty means a
+	// new temporary directory, removed by Stop.
+	Dir string
+	// Nodes default to DefaultNodes.
+	Nodes []NodeSpec
+	// Progress, if set, gets one line per start-up stage.
+	Progress func(format string, args ...any)
+}
+
+// Node is one simulated node: its ebs-plugin node process and its kubelet simulator.
+type Node struct {
+	Spec    NodeSpec
+	Plugin  *Process
+	Kubelet *kubeletsim.Node
+}
+
+// Stack is the whole EBS storage stack on this machine: the control plane, the EC2 emulator, ebs-plugin in
+// controller mode with csi-provisioner and csi-attacher, and one ebs-plugin node process plus kubeletsim
+// per node. Every Stowage binary is its own process under its own ServiceAccount (RBAC from deploy/rbac).
+type Stack struct {
+	Dir     string
+	Cluster *cluster.Cluster
+	Client  kubernetes.Interface
+	EC2     *ec2sim.Server
+	Nodes   map[string]*Node
+	// NodeOrder lists the node names in the order given.
+	NodeOrder []string
+
+	Controller, Provisioner, Attacher *Process
+
+	removeDir bool
+	linkDir   string
+	procs     []*Process
+}
+
+// Start builds the Stowage binaries, starts everything and returns when every node is registered. On error
+// everything started so far is stopped again.
+func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
+	if opts.TimeScale == 0 {
+		opts.TimeScale = 1
+	}
+	if len(opts.Nodes) == 0 {
+		opts.Nodes = DefaultNodes()
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	root, err := cluster.RepoRoot(wd)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}}
+	if s.Dir == "" {
+		if s.Dir, err = os.MkdirTemp("", "stowage-ebs-"); err != nil {
+			return nil, err
+		}
+		s.removeDir = true
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	logDir := filepath.Join(s.Dir, "logs")
+	for _, d := range []string{logDir, filepath.Join(s.Dir, "bin"), filepath.Join(s.Dir, "sock")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+
+	progress("Building ebs-plugin, csi-provisioner and csi-attacher")
+	bins, err := buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"))
+	if err != nil {
+		return nil, err
+	}
+	progress("Starting etcd, kube-apiserver and kube-controller-manager (a first run builds them from source: about 4 minutes per Kubernetes binary)")
+	if s.Cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.Dir, "cluster")}); err != nil {
+		return nil, err
+	}
+	cfg := s.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 200, 400
+	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	kubeconfigs, err := s.applyRBAC(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.createCSIDriver(ctx); err != nil {
+		return nil, err
+	}
+
+	progress("Starting the EC2 emulator (time scale %g) with instances %s", opts.TimeScale, instanceList(opts.Nodes))
+	s.linkDir = filepath.Join(s.Dir, "dev", "disk", "by-id")
+	instances := make([]ec2sim.Instance, 0, len(opts.Nodes))
+	for _, n := range opts.Nodes {
+		instances = append(instances, ec2sim.Instance{ID: n.InstanceID, Zone: n.Zone, Type: n.InstanceType, Local: true})
+	}
+	if s.EC2, err = ec2sim.Start(ctx, ec2sim.Config{
+		DataDir: filepath.Join(s.Dir, "ec2"), Region: Region, Zones: []string{Region + "a", Region + "b", Region + "c"},
+		Instances: instances, DeviceLinkDir: s.linkDir, TimeScale: opts.TimeScale, Logger: klog.FromContext(ctx),
+	}); err != nil {
+		return nil, err
+	}
+
+	progress("Starting ebs-plugin (controller), csi-provisioner and csi-attacher")
+	ctrlSock := filepath.Join(s.Dir, "sock", "controller.sock")
+	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], []string{
+		"controller", "--endpoint=unix://" + ctrlSock, "--k8s-tag-cluster-id=" + ClusterID, "--v=4",
+	}, s.awsEnv("", true), logDir); err != nil {
+		return nil, err
+	}
+	if err := waitProbe(ctx, ctrlSock, s.Controller); err != nil {
+		return nil, err
+	}
+	if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], []string{
+		"--csi-address=unix://" + ctrlSock, "--kubeconfig=" + kubeconfigs["csi-provisioner"],
+		"--leader-election", "--leader-election-namespace=" + rbacNamespace,
+		"--extra-create-metadata", "--default-fstype=ext4", "--timeout=60s",
+		"--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
+	}, baseEnv(), logDir); err != nil {
+		return nil, err
+	}
+	if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], []string{
+		"--csi-address=unix://" + ctrlSock, "--kubeconfig=" + kubeconfigs["csi-attacher"],
+		"--leader-election", "--leader-election-namespace=" + rbacNamespace,
+		"--timeout=60s", "--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
+	}, baseEnv(), logDir); err != nil {
+		return nil, err
+	}
+
+	for _, spec := range opts.Nodes {
+		progress("Starting ebs-plugin (node) and kubeletsim for %s (%s, %s)", spec.Name, spec.Zone, spec.InstanceID)
+		sock := filepath.Join(s.Dir, "sock", spec.Name+".sock")
+		n := &Node{Spec: spec}
+		if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, bins["ebs-plugin"], []string{
+			"node", "--endpoint=unix://" + sock, "--metadata-sources=imds", "--device-link-dir=" + s.linkDir,
+			"--kubeconfig=" + kubeconfigs["ebs-csi-node-sa"], "--v=4",
+		}, append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name), logDir); err != nil {
+			return nil, err
+		}
+		if err := waitProbe(ctx, sock, n.Plugin); err != nil {
+			return nil, err
+		}
+		if n.Kubelet, err = kubeletsim.Start(ctx, kubeletsim.Config{
+			Client: s.Client, NodeName: spec.Name, Zone: spec.Zone, InstanceType: spec.InstanceType,
+			PluginSocket: sock, RootDir: filepath.Join(s.Dir, "kubelet", spec.Name),
+		}); err != nil {
+			return nil, err
+		}
+		s.Nodes[spec.Name] = n
+		s.NodeOrder = append(s.NodeOrder, spec.Name)
+	}
+	progress("Stack ready: kubeconfig %s", s.Cluster.Kubeconfig())
+	return s, nil
+}
+
+func instanceList(nodes []NodeSpec) string {
+	out := ""
+	for i, n := range nodes {
+		if i > 0 {
+			out += ", "
+		}
+		out += n.InstanceID + " (" + n.Zone + ")"
+	}
+	return out
+}
+
+// applyRBAC applies the binaries' RBAC from deploy/rbac and returns a kubeconfig per ServiceAccount.
+func (s *Stack) applyRBAC(ctx context.Context, root string) (map[string]string, error) {
+	files := []string{"csi-provisioner.yaml", "csi-attacher.yaml", "ebs-plugin.yaml"}
+	for i, f := range files {
+		files[i] = filepath.Join(root, "deploy", "rbac", f)
+	}
+	if err := s.Cluster.Apply(ctx, files...); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, sa := range []string{"csi-provisioner", "csi-attacher", "ebs-csi-node-sa"} {
+		kc, err := s.Cluster.ServiceAccountKubeconfig(ctx, rbacNamespace, sa)
+		if err != nil {
+			return nil, err
+		}
+		out[sa] = kc
+	}
+	return out, nil
+}
+
+// createCSIDriver registers ebs.csi.aws.com as the upstream chart does.
+func (s *Stack) createCSIDriver(ctx context.Context) error {
+	t, f := true, false
+	policy := storagev1.FileFSGroupPolicy
+	_, err := s.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: Driver},
+		Spec:       storagev1.CSIDriverSpec{AttachRequired: &t, PodInfoOnMount: &f, FSGroupPolicy: &policy},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create CSIDriver %s: %w", Driver, err)
+	}
+	return nil
+}
+
+// baseEnv is the whole environment of a sidecar: nothing inherited.
+func baseEnv() []string {
+	return []string{"PATH=" + os.Getenv("PATH")}
+}
+
+// awsEnv is ebs-plugin's environment: the emulator's endpoints, static credentials for the controller only,
+// and no shared config, profile or CA bundle of this machine.
+func (s *Stack) awsEnv(instanceID string, creds bool) []string {
+	env := append(baseEnv(),
+		"HOME="+s.Dir,
+		"AWS_REGION="+Region,
+		"AWS_EC2_ENDPOINT="+s.EC2.URL(),
+		"AWS_CONFIG_FILE=/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
+	)
+	if instanceID != "" {
+		env = append(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT="+s.EC2.IMDSURL(instanceID))
+	} else {
+		env = append(env, "AWS_EC2_METADATA_DISABLED=true")
+	}
+	if creds {
+		env = append(env, "AWS_ACCESS_KEY_ID=AKIDSTOWAGEE2E", "AWS_SECRET_ACCESS_KEY=stowage-e2e-secret")
+	}
+	return env
+}
+
+func (s *Stack) start(name, bin string, args, env []string, logDir string) (*Process, error) {
+	p, err := startProcess(name, bin, args, env, logDir)
+	if err != nil {
+		return nil, err
+	}
+	s.procs = append(s.procs, p)
+	return p, nil
+}
+
+// waitProbe waits until the plugin at sock answers Probe, or fails if the process exits first.
+func waitProbe(ctx context.Context, sock string, p *Process) error {
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := csi.NewIdentityClient(conn).Probe(callCtx, &csi.ProbeRequest{})
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if done, exitErr := p.Exited(); done {
+			return fmt.Errorf("%s exited before serving (%v):\n%s", p.Name, exitErr, p.Tail(30))
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s does not answer Probe on %s: %w", p.Name, sock, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Processes are the Stowage processes of the stack, in start order.
+func (s *Stack) Processes() []*Process { return append([]*Process(nil), s.procs...) }
+
+// Kubeconfig is the admin kubeconfig of the control plane.
+func (s *Stack) Kubeconfig() string { return s.Cluster.Kubeconfig() }
+
+// LogTails returns the last lines of every Stowage process's log and of the control plane's.
+func (s *Stack) LogTails(lines int) string {
+	var out string
+	for _, p := range s.procs {
+		out += fmt.Sprintf("--- last lines of %s ---\n%s\n", p.LogPath, p.Tail(lines))
+	}
+	if s.Cluster != nil {
+		out += s.Cluster.LogTail(lines)
+	}
+	return out
+}
+
+// Stop tears everything down in the order that leaves nothing behind: the kubelets first (they unpublish,
+// unstage and unmount while the node plugins still run), then the Stowage processes, then the emulator
+// (which releases its loop devices), then the control plane, and finally the directory if Start made it.
+func (s *Stack) Stop() error {
+	var errs []error
+	names := make([]string, 0, len(s.Nodes))
+	for name := range s.Nodes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if k := s.Nodes[name].Kubelet; k != nil {
+			if err := k.Stop(); err != nil {
+				errs = append(errs, fmt.Errorf("stop kubeletsim %s: %w", name, err))
+			}
+		}
+	}
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		s.procs[i].Stop(stopGrace)
+	}
+	if s.EC2 != nil {
+		if err := s.EC2.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close ec2sim: %w", err))
+		}
+	}
+	if s.Cluster != nil {
+		if err := s.Cluster.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// Never delete a tree that still has something mounted in it: that would delete the volume's data.
+	if left, err := MountsUnder(s.Dir); err != nil || len(left) > 0 {
+		errs = append(errs, fmt.Errorf("mounts left under %s: %v (%v)", s.Dir, left, err))
+	} else if s.removeDir {
+		if err := os.RemoveAll(s.Dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
