@@ -26,7 +26,7 @@ var _ = ginkgo.ReportAfterSuite("ebs-plugin sanity counts", func(r types.Report)
 //
 // Skips (all decided by csi-sanity from the driver's capabilities, none by this test; the test logs each
 // skipped spec with csi-sanity's reason):
-//   - ListVolumes, GetCapacity, ControllerGetVolume, ControllerGetVolumeHealth, ControllerListVolumeHealth,
+//   - ListVolumes (incl. pagination), GetCapacity, ControllerGetVolumeHealth, ControllerListVolumeHealth,
 //     NodeGetVolumeHealth/NodeGetStorageHealth: the driver does not advertise LIST_VOLUMES, GET_CAPACITY,
 //     GET_VOLUME or VOLUME_CONDITION. EBS has no cheap way to list a cluster's volumes and capacity is not a
 //     meaningful per-zone number (upstream implements none of them); CSI v1.13's Go bindings have no
