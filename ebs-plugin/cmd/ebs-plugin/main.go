@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,72 +27,90 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
-func run(args []string) int {
+// options is the parsed command line: the driver's config plus the compatibility-only flags main handles.
+type options struct {
+	cfg                                                                            app.Config
+	logging                                                                        *logsapi.LoggingConfiguration
+	showVersion, logToStderr, otel, sdkDebug, deprecatedMetrics, nodeLocal, winHPC bool
+	extraVolumeTags, mountPointPrefix                                              string
+}
+
+// parseArgs reads "[mode] [flags]" with upstream's flag names and defaults.
+func parseArgs(args []string) (*options, error) {
 	mode := driver.ModeAll
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		mode, args = driver.Mode(args[0]), args[1:]
 	}
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
-	cfg := app.Config{Mode: mode, Version: version.Version}
-	logging := logsapi.NewLoggingConfiguration()
-	var showVersion, logToStderr, otel, sdkDebug, deprecatedMetrics, nodeLocal, windowsHostProcess bool
-	var extraVolumeTags, mountPointPrefix string
+	o := &options{cfg: app.Config{Mode: mode, Version: version.Version}, logging: logsapi.NewLoggingConfiguration()}
+	cfg := &o.cfg
 
 	fs.StringVar(&cfg.Endpoint, "endpoint", "unix://tmp/csi.sock", "CSI endpoint (unix:///path or tcp://host:port).")
 	fs.StringVar(&cfg.HTTPEndpoint, "http-endpoint", "", "TCP address for the Prometheus /metrics server (e.g. 0.0.0.0:3301); empty disables it.")
 	fs.StringVar(&cfg.MetricsCertFile, "metrics-cert-file", "", "TLS certificate for the metrics server.")
 	fs.StringVar(&cfg.MetricsKeyFile, "metrics-key-file", "", "TLS key for the metrics server.")
-	fs.BoolVar(&otel, "enable-otel-tracing", false, "Accepted for compatibility; Stowage does not export traces and logs a warning when set.")
+	fs.BoolVar(&o.otel, "enable-otel-tracing", false, "Accepted for compatibility; Stowage does not export traces and logs a warning when set.")
 	fs.StringVar(&cfg.MetadataSources, "metadata-sources", "imds,kubernetes", "Comma-separated instance metadata sources, tried in order: imds, kubernetes.")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "Kubeconfig for the kubernetes metadata source; in-cluster configuration when empty.")
-	fs.BoolVar(&showVersion, "version", false, "Print the version and exit.")
-	fs.BoolVar(&logToStderr, "logtostderr", true, "Deprecated, accepted for compatibility: logs always go to stderr.")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+	fs.BoolVar(&o.logToStderr, "logtostderr", true, "Deprecated, accepted for compatibility: logs always go to stderr.")
 	fs.StringVar(&cfg.UserAgentExtra, "user-agent-extra", "", "Extra string appended to the EC2 user agent.")
-	fs.BoolVar(&sdkDebug, "aws-sdk-debug-log", false, "Accepted for compatibility; use -v=6 for request logging.")
+	fs.BoolVar(&o.sdkDebug, "aws-sdk-debug-log", false, "Accepted for compatibility; use -v=6 for request logging.")
 	fs.StringVar(&cfg.ExtraTags, "extra-tags", "", "Tags added to every volume and snapshot, as key1=value1,key2=value2.")
 	fs.StringVar(&cfg.KubernetesClusterID, "k8s-tag-cluster-id", "", "Cluster ID for the kubernetes.io/cluster/<id>=owned tags.")
-	fs.StringVar(&extraVolumeTags, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags.")
+	fs.StringVar(&o.extraVolumeTags, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags.")
 	fs.BoolVar(&cfg.WarnOnInvalidTag, "warn-on-invalid-tag", false, "Log and skip invalid tags instead of failing the request.")
-	fs.BoolVar(&deprecatedMetrics, "deprecated-metrics", false, "Accepted for compatibility; the cloudprovider_aws_* metrics are not emitted.")
-	fs.BoolVar(&nodeLocal, "enable-node-local-volumes", false, "Not supported by Stowage; start-up fails when set.")
+	fs.BoolVar(&o.deprecatedMetrics, "deprecated-metrics", false, "Accepted for compatibility; the cloudprovider_aws_* metrics are not emitted.")
+	fs.BoolVar(&o.nodeLocal, "enable-node-local-volumes", false, "Not supported by Stowage; start-up fails when set.")
 	fs.BoolVar(&cfg.Batching, "batching", true, "Merge concurrent Describe* calls into batched EC2 requests (Stowage default: true; upstream's code: false).")
 	fs.DurationVar(&cfg.ModifyVolumeWindow, "modify-volume-request-handler-timeout", 2*time.Second, "Window in which ControllerExpandVolume and ControllerModifyVolume for one volume are merged into one ModifyVolume.")
 	fs.Int64Var(&cfg.VolumeAttachLimit, "volume-attach-limit", -1, "Maximum volumes per node reported to Kubernetes; -1 computes it from the instance.")
 	fs.IntVar(&cfg.ReservedVolumeAttachments, "reserved-volume-attachments", -1, "Attachment slots reserved for volumes not managed by CSI; -1 counts them from instance metadata.")
-	fs.BoolVar(&windowsHostProcess, "windows-host-process", false, "Not supported by Stowage (Linux only); start-up fails when set.")
+	fs.BoolVar(&o.winHPC, "windows-host-process", false, "Not supported by Stowage (Linux only); start-up fails when set.")
 	fs.BoolVar(&cfg.LegacyXFS, "legacy-xfs", false, "Format XFS without features kernels older than 5.10 cannot mount (bigtime, inobtcount, reflink, nrext64).")
-	fs.StringVar(&mountPointPrefix, "csi-mount-point-prefix", "", "Accepted for compatibility; mount points are recognised from the mount table.")
+	fs.StringVar(&o.mountPointPrefix, "csi-mount-point-prefix", "", "Accepted for compatibility; mount points are recognised from the mount table.")
 	fs.StringVar(&cfg.DeviceLinkDir, "device-link-dir", "/dev/disk/by-id", "Directory holding the NVMe by-id links (nvme-Amazon_Elastic_Block_Store_vol...). Stowage addition, for tests and unusual udev setups.")
-	logsapi.AddGoFlags(logging, fs)
+	logsapi.AddGoFlags(o.logging, fs)
 
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return nil, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "%s: unexpected arguments %q\n", binary, fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return o, nil
+}
+
+func run(args []string) int {
+	o, err := parseArgs(args)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
+		}
 		return 2
 	}
-	if showVersion {
+	cfg := o.cfg
+	if o.showVersion {
 		_ = version.Print(os.Stdout, binary)
 		return 0
 	}
-	if err := logsapi.ValidateAndApply(logging, nil); err != nil {
+	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
 		return 2
 	}
 	logger := klog.Background().WithName(binary)
 	switch {
-	case nodeLocal:
+	case o.nodeLocal:
 		logger.Error(nil, "--enable-node-local-volumes is not supported")
 		return 2
-	case windowsHostProcess:
+	case o.winHPC:
 		logger.Error(nil, "--windows-host-process is not supported")
 		return 2
 	}
-	if otel || sdkDebug || deprecatedMetrics {
-		logger.Info("Flags accepted for compatibility have no effect", "enable-otel-tracing", otel, "aws-sdk-debug-log", sdkDebug, "deprecated-metrics", deprecatedMetrics)
+	if o.otel || o.sdkDebug || o.deprecatedMetrics {
+		logger.Info("Flags accepted for compatibility have no effect", "enable-otel-tracing", o.otel, "aws-sdk-debug-log", o.sdkDebug, "deprecated-metrics", o.deprecatedMetrics)
 	}
-	if extraVolumeTags != "" {
+	if o.extraVolumeTags != "" {
 		logger.Info("--extra-volume-tags is deprecated and has no effect; use --extra-tags")
 	}
 
