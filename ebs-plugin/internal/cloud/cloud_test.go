@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -294,3 +296,12 @@ func TestThrottledAttemptsAreCounted(t *testing.T) {
 		t.Fatalf("throttles = %v", got)
 	}
 }
+
+var regexpTput = regexp.MustCompile(`<throughput>\d+</throughput>`)
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
