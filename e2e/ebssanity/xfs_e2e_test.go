@@ -117,7 +117,9 @@ func TestE2EEBSXFSSnapshotRestore(t *testing.T) {
 		t.Fatalf("snapshot: %v", err)
 	}
 	snapID := snap.GetSnapshot().GetSnapshotId()
-	t.Cleanup(func() { _, _ = ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: snapID}) })
+	t.Cleanup(func() {
+		_, _ = ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: snapID})
+	})
 	for !snap.GetSnapshot().GetReadyToUse() {
 		time.Sleep(200 * time.Millisecond)
 		list, err := ctl.ListSnapshots(ctx, &csi.ListSnapshotsRequest{SnapshotId: snapID})
