@@ -26,8 +26,8 @@ func New(controller csi.ControllerClient, timeout time.Duration, maxEntries int3
 	return &Client{controller: controller, timeout: timeout, maxEntries: maxEntries}
 }
 
-// WithMigrated marks the calls made with ctx as serving a migrated in-tree volume, so the
-// csi_sidecar_operations_seconds histogram carries migrated="true" as upstream's does.
+// WithMigrated marks the calls made with ctx as serving a migrated in-tree volume, for the migrated
+// label of csi_sidecar_operations_seconds when the connection's metrics manager has that label.
 func WithMigrated(ctx context.Context, migrated bool) context.Context {
 	if !migrated {
 		return ctx
