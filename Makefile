@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
 E2E_PARALLEL ?= 2
 
-.PHONY: all build test test-unit test-e2e lint bench clean
+.PHONY: all build test test-unit test-e2e lint bench clean demo
 
 all: build
 
@@ -52,6 +52,12 @@ bench:
 		echo "bench $$m"; \
 		(cd $$m && go test -count=1 -tags bench -run '^TestBench' -v -timeout 60m ./... | grep -v '^=== RUN\|^--- PASS\|^PASS\|^ok ') || exit 1; \
 	done
+
+# The EBS storage stack on this machine (control plane, emulated EC2, Stowage binaries, simulated kubelets),
+# walking volumes through their life. Needs root. DEMO_FLAGS=--keep leaves it running until Ctrl-C.
+DEMO_FLAGS ?=
+demo:
+	cd e2e && go run ./cmd/devcluster demo $(DEMO_FLAGS)
 
 clean:
 	rm -rf bin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -74,10 +75,18 @@ func (r *Report) Summary(w io.Writer) {
 			status = "FAILED"
 		}
 		total += s.Took
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Scenario, s.Step, status, FormatDuration(s.Took))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", shortScenario(s.Scenario), s.Step, status, FormatDuration(s.Took))
 	}
 	fmt.Fprintf(tw, "\t%s\t\t%s\n", "total", FormatDuration(total))
 	_ = tw.Flush()
+}
+
+// shortScenario is a scenario's number ("1" of "1. Provision...") or, without one, its whole name.
+func shortScenario(name string) string {
+	if num, _, ok := strings.Cut(name, "."); ok && num != "" && strings.Trim(num, "0123456789") == "" {
+		return num
+	}
+	return name
 }
 
 // FormatDuration prints 2.4s, 850ms or 1m12s.

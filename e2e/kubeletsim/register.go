@@ -79,18 +79,25 @@ func (n *Node) register(ctx context.Context) error {
 			return fmt.Errorf("kubeletsim: update node: %w", err)
 		}
 	}
+	// A merge patch of the status, not an update: controllers (node lifecycle, taints) change the new Node
+	// at the same time.
 	now := metav1.Now()
-	node.Status.Capacity = v1.ResourceList{
+	capacity := v1.ResourceList{
 		v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
 	}
-	node.Status.Allocatable = node.Status.Capacity
-	node.Status.Conditions = []v1.NodeCondition{{
-		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubeletsim is posting ready status",
-		LastHeartbeatTime: now, LastTransitionTime: now,
-	}}
-	node.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.1"}, {Type: v1.NodeHostName, Address: n.cfg.NodeName}}
-	node.Status.NodeInfo = v1.NodeSystemInfo{KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: "amd64"}
-	if _, err := n.client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	status, err := json.Marshal(map[string]any{"status": v1.NodeStatus{
+		Capacity: capacity, Allocatable: capacity,
+		Conditions: []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady", Message: "kubeletsim is posting ready status",
+			LastHeartbeatTime: now, LastTransitionTime: now,
+		}},
+		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.1"}, {Type: v1.NodeHostName, Address: n.cfg.NodeName}},
+		NodeInfo:  v1.NodeSystemInfo{KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: "amd64"},
+	}})
+	if err != nil {
+		return err
+	}
+	if _, err := n.client.CoreV1().Nodes().Patch(ctx, n.cfg.NodeName, types.StrategicMergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("kubeletsim: node status: %w", err)
 	}
 	if err := n.renewOnce(ctx); err != nil {

@@ -1,6 +1,7 @@
 // Command devcluster runs Stowage's local control plane (package e2e/cluster) on this machine.
 //
 //	devcluster up [--dir DIR] [--cache-dir DIR]
+//	devcluster demo [--keep] [--dir DIR] [--time-scale 1]
 //
 // Each subcommand is an entry in commands(): a name, a one-line summary and a run function that parses
 // its own flags.
@@ -23,7 +24,8 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"up": {summary: "start etcd, kube-apiserver and kube-controller-manager; run until interrupted", run: runUp},
+		"up":   {summary: "start etcd, kube-apiserver and kube-controller-manager; run until interrupted", run: runUp},
+		"demo": {summary: "run the EBS storage stack on this machine and walk volumes through their life", run: runDemo},
 	}
 }
 

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/stowage-csi/stowage/e2e/demo"
+)
+
+// runDemo brings the EBS storage stack up on this machine and walks volumes through their life.
+func runDemo(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("devcluster demo", flag.ContinueOnError)
+	opts := demo.Options{Out: os.Stdout}
+	fs.BoolVar(&opts.Keep, "keep", false, "leave everything running after the scenarios (with one volume in use) until Ctrl-C")
+	fs.StringVar(&opts.Dir, "dir", "", "keep binaries, logs, control-plane data, EC2 data and kubelet roots here (default: a temp dir removed on exit)")
+	fs.Float64Var(&opts.TimeScale, "time-scale", 1, "EC2 delays relative to real EC2 (1 = real; 0.05 is 20 times faster)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if opts.TimeScale <= 0 {
+		return fmt.Errorf("--time-scale %g must be positive", opts.TimeScale)
+	}
+	return demo.Run(ctx, opts)
+}

@@ -1,0 +1,242 @@
+// Package demo is `devcluster demo`: it brings the whole EBS storage stack up on this machine (package
+// ebse2e) at EC2's real time scale and walks volumes through their life with the same scenarios the
+// end-to-end test runs, printing a line per step and a summary table.
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/e2e/ebse2e"
+)
+
+// Options configure Run.
+type Options struct {
+	// Keep leaves the stack running after the scenarios, with one volume in use, until ctx ends.
+	Keep bool
+	// Dir holds everything; empty means a temporary directory removed at the end.
+	Dir string
+	// TimeScale is the emulated EC2's; 1 is EC2's real delays.
+	TimeScale float64
+	// Out gets the progress lines, the steps and the summary.
+	Out io.Writer
+}
+
+// Run starts the stack, runs scenarios 1 to 4 and tears everything down (at once, or when ctx ends if
+// Keep). The error names the failing step.
+func Run(ctx context.Context, opts Options) (err error) {
+	out := opts.Out
+	if out == nil {
+		out = os.Stdout
+	}
+	if opts.TimeScale == 0 {
+		opts.TimeScale = 1
+	}
+	if err := prerequisites(ctx, out); err != nil {
+		return err
+	}
+	logPath, logFile, restore, err := routeLogs(opts.Dir, out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		restore()
+		// A temporary log is only worth keeping when something failed.
+		if err == nil && opts.Dir == "" {
+			_ = os.Remove(logPath)
+		}
+	}()
+	ctx = klog.NewContext(ctx, klog.Background())
+
+	start := time.Now()
+	fmt.Fprintf(out, "Stowage demo: the EBS CSI stack on this machine (component logs: %s)\n", logPath)
+	s, err := ebse2e.Start(ctx, ebse2e.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Progress: func(f string, a ...any) {
+		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebse2e.FormatDuration(time.Since(start)))...)
+	}})
+	if err != nil {
+		return fmt.Errorf("start the stack: %w", err)
+	}
+	defer func() {
+		fmt.Fprintln(out, "==> Tearing down: kubelets unmount, processes stop, loop devices released, control plane stops")
+		if stopErr := s.Stop(); stopErr != nil {
+			err = errors.Join(err, fmt.Errorf("tear down: %w", stopErr))
+			return
+		}
+		fmt.Fprintln(out, "==> Nothing left running")
+	}()
+
+	report := ebse2e.NewReport(out)
+	l, err := ebse2e.NewLifecycle(s, report)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "==> Nodes: %s and %s in %s, %s in %s; EC2 delays at %gx real time\n",
+		l.NodeA, l.NodeB, s.Nodes[l.NodeA].Spec.Zone, l.NodeC, s.Nodes[l.NodeC].Spec.Zone, opts.TimeScale)
+	var failed error
+	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.Delete} {
+		if failed = scenario(ctx); failed != nil {
+			break
+		}
+	}
+	fmt.Fprintln(out)
+	report.Summary(out)
+	if failed != nil {
+		fmt.Fprintf(logFile, "\n%s", s.LogTails(80))
+		fmt.Fprintf(out, "\nThe last lines of every component's log are in %s\n", logPath)
+		return failed
+	}
+	if !opts.Keep {
+		return nil
+	}
+	return keep(ctx, s, l, report, out)
+}
+
+// keep leaves a volume in use on node A and waits for Ctrl-C.
+func keep(ctx context.Context, s *ebse2e.Stack, l *ebse2e.Lifecycle, report *ebse2e.Report, out io.Writer) error {
+	report.Scenario("Kept running: PVC data-1 in use by Pod app-1 on " + l.NodeA)
+	err := report.Step(ctx, "Pod app-1 Running", func(ctx context.Context) (string, error) {
+		kube := s.Client
+		if _, err := kube.CoreV1().PersistentVolumeClaims(ebse2e.Namespace).Create(ctx, ebse2e.Claim("data-1", "stowage-ext4", "1Gi", l.NodeA, false), metav1.CreateOptions{}); err != nil {
+			return "", err
+		}
+		if _, err := kube.CoreV1().Pods(ebse2e.Namespace).Create(ctx, ebse2e.Pod("app-1", l.NodeA, "data-1", false), metav1.CreateOptions{}); err != nil {
+			return "", err
+		}
+		deadline := time.Now().Add(ebse2e.StepTimeout)
+		for time.Now().Before(deadline) {
+			pod, err := kube.CoreV1().Pods(ebse2e.Namespace).Get(ctx, "app-1", metav1.GetOptions{})
+			if err == nil && pod.Status.Phase == "Running" {
+				claim, err := kube.CoreV1().PersistentVolumeClaims(ebse2e.Namespace).Get(ctx, "data-1", metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("Pod app-1 Running on %s with PVC data-1 (%s) published at %s", l.NodeA, claim.Spec.VolumeName,
+					s.Nodes[l.NodeA].Kubelet.PublishPath(string(pod.UID), claim.Spec.VolumeName)), nil
+			}
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		return "", fmt.Errorf("pod app-1 not Running after %s", ebse2e.StepTimeout)
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, `
+The stack keeps running until Ctrl-C. In another shell:
+
+  export KUBECONFIG=%s
+  kubectl get nodes,csinodes,storageclasses
+  kubectl get pv,pvc,volumeattachments,pods -o wide
+  curl -s %s/debug/state    # the emulated EC2: volumes, attachments, loop devices
+
+Component logs: %s/logs and %s/cluster/logs
+`, s.Kubeconfig(), s.EC2.URL(), s.Dir, s.Dir)
+	<-ctx.Done()
+	fmt.Fprintln(out)
+	return nil
+}
+
+// prerequisites checks for root and the tools the node plugin runs, installing the Debian packages that
+// hold them when they are missing.
+func prerequisites(ctx context.Context, out io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the demo needs root: it creates loop devices, formats and mounts them")
+	}
+	var missing []string
+	pkgs := map[string]string{"mkfs.ext4": "e2fsprogs", "mkfs.xfs": "xfsprogs", "blkid": "util-linux", "losetup": "mount", "mount": "mount"}
+	seen := map[string]bool{}
+	for tool, pkg := range pkgs {
+		if _, err := exec.LookPath(tool); err != nil && !seen[pkg] {
+			missing, seen[pkg] = append(missing, pkg), true
+		}
+	}
+	if len(missing) > 0 {
+		if _, err := exec.LookPath("apt-get"); err != nil {
+			return fmt.Errorf("missing tools; install the packages %s", strings.Join(missing, " "))
+		}
+		fmt.Fprintf(out, "==> Installing %s (apt-get)\n", strings.Join(missing, " "))
+		for _, args := range [][]string{{"update", "-qq"}, append([]string{"install", "-y", "-qq", "--no-install-recommends"}, missing...)} {
+			cmd := exec.CommandContext(ctx, "apt-get", args...)
+			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("apt-get %s: %w\n%s", strings.Join(args, " "), err, b)
+			}
+		}
+	}
+	if _, err := os.Stat("/dev/loop-control"); err != nil {
+		_ = exec.CommandContext(ctx, "modprobe", "loop").Run()
+		if _, err := os.Stat("/dev/loop-control"); err != nil {
+			return errors.New("no loop device support (/dev/loop-control); load the loop module")
+		}
+	}
+	return nil
+}
+
+var msgField = regexp.MustCompile(`"msg"="((?:[^"\\]|\\.)*)"`)
+var elapsedField = regexp.MustCompile(`"elapsed"="([^"]*)"`)
+
+// routeLogs sends every klog line to a log file and echoes the control-plane build progress (the only
+// long wait on a first run) to out. It returns the log's path, a writer appending to it, and a function
+// restoring klog.
+func routeLogs(dir string, out io.Writer) (string, io.Writer, func(), error) {
+	logDir := os.TempDir()
+	if dir != "" {
+		logDir = filepath.Join(dir, "logs")
+		if err := os.MkdirAll(logDir, 0o755); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	f, err := os.CreateTemp(logDir, "devcluster-demo-*.log")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	var mu sync.Mutex
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(f, "%s %s %s\n", time.Now().Format(time.RFC3339Nano), prefix, args)
+		if strings.Contains(args, "control-plane binaries") {
+			if m := msgField.FindStringSubmatch(args); m != nil {
+				line := m[1]
+				if e := elapsedField.FindStringSubmatch(args); e != nil {
+					line += " (" + e[1] + ")"
+				}
+				fmt.Fprintf(out, "    %s\n", line)
+			}
+		}
+	}, funcr.Options{Verbosity: 2})
+	klog.SetLogger(logger)
+	return f.Name(), lockedWriter{&mu, f}, func() {
+		klog.ClearLogger()
+		mu.Lock()
+		defer mu.Unlock()
+		_ = f.Close()
+	}, nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
