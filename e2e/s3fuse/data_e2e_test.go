@@ -251,3 +251,48 @@ func TestE2ELocalCacheServesRepeatedReads(t *testing.T) {
 		t.Errorf("cache holds %d bytes after reading a %d-byte object", cached, len(data))
 	}
 }
+
+// TestE2EObjectsAreVisibleWhenCloseReturns writes files from many goroutines (so open, write and close
+// run on different OS threads of one process) and checks each object is in S3 as soon as close
+// returns: the upload completes on the opening process's close, not later on release.
+func TestE2EObjectsAreVisibleWhenCloseReturns(t *testing.T) {
+	srv := s3server.Start(t)
+	ctx := context.Background()
+	bucket := newBucket(t, srv)
+	m := mountBucket(t, srv, bucket, "--write-part-size", "5242880")
+	if err := os.Mkdir(filepath.Join(m.Dir, "close"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			key := fmt.Sprintf("close/%02d.bin", i)
+			data := randomBytes(6<<20+i, int64(i))
+			f, err := os.Create(filepath.Join(m.Dir, key))
+			if err == nil {
+				for off := 0; off < len(data) && err == nil; off += 256 << 10 {
+					_, err = f.Write(data[off:min(off+256<<10, len(data))])
+				}
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				errs <- fmt.Errorf("%s: %w", key, err)
+				return
+			}
+			got, err := srv.GetObject(ctx, bucket, key)
+			if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
+				errs <- fmt.Errorf("%s not in S3 right after close: %v", key, err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

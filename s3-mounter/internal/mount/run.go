@@ -135,11 +135,13 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 		gid = cfg.GID
 	}
 	parts := min(cfg.MaxThreads, readWindowParts())
+	read := prefetch.DefaultConfig(cfg.ReadPartSize, parts)
+	read.Pool = prefetch.NewBufferPool(int(cfg.ReadPartSize))
 	return s3fs.Config{
 		Prefix: cfg.Prefix, UID: uid, GID: gid, DirMode: cfg.DirMode, FileMode: cfg.FileMode,
 		MetadataTTL: cfg.MetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,
 		AllowOverwrite: cfg.AllowOverwrite, AllowOther: cfg.AllowOther, AllowRoot: cfg.AllowRoot,
-		Read:              prefetch.DefaultConfig(cfg.ReadPartSize, parts),
+		Read:              read,
 		WritePartSize:     int(cfg.WritePartSize),
 		UploadConcurrency: min(cfg.MaxThreads, maxUploadParts),
 		Debug:             false,

@@ -28,6 +28,8 @@ type Config struct {
 	InitialWindow int64
 	// MaxWindow caps how far ahead of the reader data is requested.
 	MaxWindow int64
+	// Pool, if set, recycles part buffers; it must hand out PartSize buffers.
+	Pool *BufferPool
 }
 
 // DefaultConfig returns the window used for a part size and a request concurrency: start with one part,
@@ -45,6 +47,11 @@ type part struct {
 	buf  []byte
 	done chan struct{}
 	err  error
+	// refs counts users of buf (the GET while in flight, reads until released); dropped is set once
+	// the window no longer holds the part. Both are guarded by Reader.mu. The buffer is recycled
+	// when both say nobody needs it.
+	refs    int
+	dropped bool
 }
 
 func (p *part) end() int64 { return p.off + int64(len(p.buf)) }
@@ -110,7 +117,7 @@ func NewReader(ctx context.Context, g Getter, obj Object, cfg Config) *Reader {
 func (r *Reader) Close() {
 	r.cancel()
 	r.mu.Lock()
-	r.parts = nil
+	r.dropAll()
 	r.mu.Unlock()
 }
 
@@ -131,11 +138,11 @@ func (r *Reader) InFlight() (int64, int64) {
 	return r.parts[0].off, r.fetchedTo
 }
 
-// ReadAt returns up to n bytes at off. The returned slices alias internal buffers that are never
-// rewritten, so they stay valid after ReadAt returns. Fewer bytes are returned only at end of object.
-func (r *Reader) ReadAt(ctx context.Context, off int64, n int) ([][]byte, error) {
+// ReadAt returns up to n bytes at off; fewer only at the end of the object. The caller must Release
+// the result once it has consumed the bytes.
+func (r *Reader) ReadAt(ctx context.Context, off int64, n int) (*Data, error) {
 	if off >= r.size || n <= 0 {
-		return nil, nil
+		return &Data{}, nil
 	}
 	end := min(off+int64(n), r.size)
 	parts, direct := r.plan(off, end)
@@ -144,24 +151,26 @@ func (r *Reader) ReadAt(ctx context.Context, off int64, n int) ([][]byte, error)
 		if err := r.get.GetRange(ctx, r.obj, off, buf); err != nil {
 			return nil, err
 		}
-		return [][]byte{buf}, nil
+		return &Data{Chunks: [][]byte{buf}}, nil
 	}
-	var out [][]byte
+	d := &Data{r: r, parts: parts}
 	for _, p := range parts {
 		select {
 		case <-p.done:
 		case <-ctx.Done():
+			d.Release()
 			return nil, ctx.Err()
 		}
 		if p.err != nil {
 			r.forget(p)
+			d.Release()
 			return nil, p.err
 		}
 		lo := max(off, p.off) - p.off
 		hi := min(end, p.end()) - p.off
-		out = append(out, p.buf[lo:hi])
+		d.Chunks = append(d.Chunks, p.buf[lo:hi])
 	}
-	return out, nil
+	return d, nil
 }
 
 // plan decides how to serve [off, end): from window parts (starting GETs as needed), or, for a random
@@ -200,13 +209,14 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 	r.nextOff = end
 	// Drop parts the reader has moved past; keep one part behind for reads the kernel reordered.
 	for len(r.parts) > 1 && r.parts[0].end() <= off-r.cfg.PartSize {
+		r.drop(r.parts[0])
 		r.parts = r.parts[1:]
 	}
 	// Keep window bytes requested past the end of this read.
 	target := min(end+r.window, r.size)
 	for r.fetchedTo < target {
 		n := min(r.cfg.PartSize, r.size-r.fetchedTo)
-		p := &part{off: r.fetchedTo, buf: make([]byte, n), done: make(chan struct{})}
+		p := &part{off: r.fetchedTo, buf: r.cfg.Pool.get(int(n)), done: make(chan struct{}), refs: 1}
 		r.parts = append(r.parts, p)
 		r.fetchedTo += n
 		r.stats.Parts++
@@ -215,6 +225,7 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 	var need []*part
 	for _, p := range r.parts {
 		if p.end() > off && p.off < end {
+			p.refs++
 			need = append(need, p)
 		}
 	}
@@ -235,6 +246,29 @@ func (r *Reader) nearNext(off, end int64) bool {
 func (r *Reader) fetch(p *part) {
 	p.err = r.get.GetRange(r.ctx, r.obj, p.off, p.buf)
 	close(p.done)
+	r.unref(p)
+}
+
+// unref drops one user of p's buffer.
+func (r *Reader) unref(p *part) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p.refs--
+	r.recycle(p)
+}
+
+// drop removes p from the window (with r.mu held).
+func (r *Reader) drop(p *part) {
+	p.dropped = true
+	r.recycle(p)
+}
+
+// recycle returns p's buffer to the pool once nothing uses it (with r.mu held).
+func (r *Reader) recycle(p *part) {
+	if p.dropped && p.refs == 0 && p.buf != nil {
+		r.cfg.Pool.put(p.buf)
+		p.buf = nil
+	}
 }
 
 // forget drops a failed part so a retry of the read issues a new GET.
@@ -243,6 +277,9 @@ func (r *Reader) forget(bad *part) {
 	defer r.mu.Unlock()
 	for i, p := range r.parts {
 		if p == bad {
+			for _, q := range r.parts[i:] {
+				r.drop(q)
+			}
 			r.parts = r.parts[:i]
 			r.fetchedTo = bad.off
 			return
@@ -250,6 +287,10 @@ func (r *Reader) forget(bad *part) {
 	}
 }
 
+// dropAll empties the window (with r.mu held).
 func (r *Reader) dropAll() {
+	for _, p := range r.parts {
+		r.drop(p)
+	}
 	r.parts = nil
 }

@@ -28,11 +28,12 @@ func setup(t *testing.T, size int) (*testutil.FakeS3, []byte, prefetch.Object) {
 
 func read(t *testing.T, r *prefetch.Reader, off int64, n int) []byte {
 	t.Helper()
-	chunks, err := r.ReadAt(context.Background(), off, n)
+	d, err := r.ReadAt(context.Background(), off, n)
 	if err != nil {
 		t.Fatalf("ReadAt(%d, %d): %v", off, n, err)
 	}
-	return bytes.Join(chunks, nil)
+	defer d.Release()
+	return bytes.Join(d.Chunks, nil)
 }
 
 func TestSequentialReadsGrowTheWindowUpToTheMaximum(t *testing.T) {
@@ -150,13 +151,14 @@ func TestConcurrentReadersOfOneHandleGetTheRightBytes(t *testing.T) {
 			wg.Add(1)
 			go func(o int64) {
 				defer wg.Done()
-				chunks, err := r.ReadAt(context.Background(), o, 16384)
+				d, err := r.ReadAt(context.Background(), o, 16384)
 				if err != nil {
 					errs <- err.Error()
 					return
 				}
+				defer d.Release()
 				end := min(o+16384, obj.Size)
-				if o < obj.Size && !bytes.Equal(bytes.Join(chunks, nil), data[o:end]) {
+				if o < obj.Size && !bytes.Equal(bytes.Join(d.Chunks, nil), data[o:end]) {
 					errs <- "wrong bytes"
 				}
 			}(o)
@@ -188,7 +190,8 @@ func TestChangedObjectFailsTheRead(t *testing.T) {
 	}
 	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 2))
 	defer r.Close()
-	if _, err := r.ReadAt(context.Background(), 0, 100); err == nil {
+	if d, err := r.ReadAt(context.Background(), 0, 100); err == nil {
+		d.Release()
 		t.Fatal("read of an overwritten object version succeeded")
 	}
 }
@@ -218,4 +221,53 @@ func TestReorderedReadaheadStillStreams(t *testing.T) {
 	if r.Window() <= cfg.InitialWindow {
 		t.Errorf("window %d did not grow for reordered sequential reads", r.Window())
 	}
+}
+
+func TestPooledBuffersAreNotReusedWhileAReadHoldsThem(t *testing.T) {
+	f, data, obj := setup(t, 64*part)
+	pool := prefetch.NewBufferPool(part)
+	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 4 * part, Pool: pool}
+	// Two readers share the pool, so buffers one of them recycles are handed to the other.
+	holder := prefetch.NewReader(context.Background(), f, obj, cfg)
+	churn := prefetch.NewReader(context.Background(), f, obj, cfg)
+	type held struct {
+		d   *prefetch.Data
+		off int64
+	}
+	check := func(h held) {
+		t.Helper()
+		if got := bytes.Join(h.d.Chunks, nil); !bytes.Equal(got, data[h.off:h.off+int64(len(got))]) || len(got) == 0 {
+			t.Fatalf("held read at %d changed after its part left the window", h.off)
+		}
+	}
+	var queue []held
+	for off := int64(0); off < obj.Size; off += part / 2 {
+		d, err := holder.ReadAt(context.Background(), off, part/2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queue = append(queue, held{d, off})
+		if got := read(t, churn, off, part/2); !bytes.Equal(got, data[off:off+part/2]) {
+			t.Fatalf("churn read at %d wrong", off)
+		}
+		// Keep six reads (three parts) unreleased while the window moves on.
+		if len(queue) > 6 {
+			check(queue[0])
+			queue[0].d.Release()
+			queue = queue[1:]
+		}
+		if off == 32*part {
+			// A seek and a close drop whole windows while reads still hold their parts.
+			read(t, churn, 3, 10)
+			churn.Close()
+			churn = prefetch.NewReader(context.Background(), f, obj, cfg)
+			read(t, churn, 0, part/2)
+		}
+	}
+	for _, h := range queue {
+		check(h)
+		h.d.Release()
+	}
+	holder.Close()
+	churn.Close()
 }

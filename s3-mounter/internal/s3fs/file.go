@@ -151,11 +151,7 @@ func (n *FileNode) startWrite(ctx context.Context) *writeHandle {
 	n.parent.mu.Lock()
 	n.parent.writing[n.name] = n
 	n.parent.mu.Unlock()
-	var pid uint32
-	if c, ok := fuse.FromContext(ctx); ok {
-		pid = c.Pid
-	}
-	return &writeHandle{node: n, up: up, pid: pid}
+	return &writeHandle{node: n, up: up, pid: callerProcess(ctx)}
 }
 
 // finish completes the upload (once) and publishes the object's new metadata.
@@ -195,21 +191,35 @@ var (
 	_ fs.FileReleaser = (*readHandle)(nil)
 )
 
-// Read returns the prefetched bytes without copying when they sit in one part.
+// Read returns the prefetched bytes without copying when they sit in one part; the part buffers go
+// back to the pool once go-fuse has written the reply (ReadResult.Done).
 func (h *readHandle) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	chunks, err := h.r.ReadAt(ctx, off, len(dest))
+	d, err := h.r.ReadAt(ctx, off, len(dest))
 	if err != nil {
 		return nil, h.fsys.fail("read", h.key, err)
 	}
-	if len(chunks) == 1 {
-		return fuse.ReadResultData(chunks[0]), 0
+	return partsResult{d}, 0
+}
+
+// partsResult adapts prefetch.Data to go-fuse's ReadResult.
+type partsResult struct {
+	d *prefetch.Data
+}
+
+func (p partsResult) Bytes(buf []byte) ([]byte, fuse.Status) {
+	if len(p.d.Chunks) == 1 {
+		return p.d.Chunks[0], fuse.OK
 	}
 	n := 0
-	for _, c := range chunks {
-		n += copy(dest[n:], c)
+	for _, c := range p.d.Chunks {
+		n += copy(buf[n:], c)
 	}
-	return fuse.ReadResultData(dest[:n]), 0
+	return buf[:n], fuse.OK
 }
+
+func (p partsResult) Size() int { return p.d.Len() }
+
+func (p partsResult) Done() { p.d.Release() }
 
 // Write on a handle opened for reading (O_RDWR without O_TRUNC) is refused.
 func (h *readHandle) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
@@ -228,7 +238,8 @@ func (h *readHandle) Release(ctx context.Context) syscall.Errno {
 type writeHandle struct {
 	node *FileNode
 	up   *upload.Upload
-	// pid opened the file; its close completes the upload (others' closes of a shared fd do not).
+	// pid is the process that opened the file; its close completes the upload (closes of a shared fd
+	// by other processes do not).
 	pid uint32
 }
 
@@ -263,7 +274,7 @@ func (h *writeHandle) Flush(ctx context.Context) syscall.Errno {
 	if h.up.Finished() || h.up.Written() == 0 {
 		return 0
 	}
-	if c, ok := fuse.FromContext(ctx); ok && c.Pid != h.pid {
+	if callerProcess(ctx) != h.pid {
 		return 0
 	}
 	return h.node.finish(h.up)
