@@ -31,6 +31,8 @@ type Options struct {
 	Dir string
 	// TimeScale is the emulated EC2's; 1 is EC2's real delays.
 	TimeScale float64
+	// Without names sidecars the demo does not start (see ebse2e.Sidecars); it prints how to run yours.
+	Without []string
 	// Out gets the progress lines, the steps and the summary.
 	Out io.Writer
 }
@@ -63,7 +65,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	start := time.Now()
 	fmt.Fprintf(out, "Stowage demo: the EBS CSI stack on this machine (component logs: %s)\n", logPath)
-	s, err := ebse2e.Start(ctx, ebse2e.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Progress: func(f string, a ...any) {
+	s, err := ebse2e.Start(ctx, ebse2e.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, Progress: func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebse2e.FormatDuration(time.Since(start)))...)
 	}})
 	if err != nil {
@@ -78,6 +80,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		fmt.Fprintln(out, "==> Nothing left running")
 	}()
 
+	for _, name := range opts.Without {
+		module := map[string]string{"csi-provisioner": "provisioner", "csi-attacher": "attacher"}[name]
+		fmt.Fprintf(out, "==> %s is left out; the scenarios wait (up to %s per step) for yours. From the repository root, run:\n\n"+
+			"  (cd %s && go run ./cmd/%s %s)\n\n", name, ebse2e.StepTimeout, module, name, strings.Join(s.SidecarArgs(name), " "))
+	}
 	report := ebse2e.NewReport(out)
 	l, err := ebse2e.NewLifecycle(s, report)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -61,7 +62,13 @@ type Options struct {
 	Nodes []NodeSpec
 	// Progress, if set, gets one line per start-up stage.
 	Progress func(format string, args ...any)
+	// Without names sidecars not to start ("csi-provisioner", "csi-attacher"), so one built elsewhere can
+	// take their place; SidecarCommand prints how to run it.
+	Without []string
 }
+
+// Sidecars are the binaries Options.Without can leave out.
+var Sidecars = []string{"csi-provisioner", "csi-attacher"}
 
 // Node is one simulated node: its ebs-plugin node process and its kubelet simulator.
 type Node struct {
@@ -83,6 +90,11 @@ type Stack struct {
 	NodeOrder []string
 
 	Controller, Provisioner, Attacher *Process
+	// ControllerSocket is ebs-plugin controller's CSI socket, which the sidecars use.
+	ControllerSocket string
+	// Kubeconfigs are the ServiceAccount kubeconfigs by ServiceAccount name (csi-provisioner,
+	// csi-attacher, ebs-csi-node-sa).
+	Kubeconfigs map[string]string
 
 	removeDir bool
 	linkDir   string
@@ -143,10 +155,18 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
+	without := map[string]bool{}
+	for _, w := range opts.Without {
+		if !slices.Contains(Sidecars, w) {
+			return nil, fmt.Errorf("cannot leave out %q: only %v", w, Sidecars)
+		}
+		without[w] = true
+	}
 	kubeconfigs, err := s.applyRBAC(ctx, root)
 	if err != nil {
 		return nil, err
 	}
+	s.Kubeconfigs = kubeconfigs
 	if err := s.createCSIDriver(ctx); err != nil {
 		return nil, err
 	}
@@ -166,6 +186,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 	progress("Starting ebs-plugin (controller), csi-provisioner and csi-attacher")
 	ctrlSock := filepath.Join(s.Dir, "sock", "controller.sock")
+	s.ControllerSocket = ctrlSock
 	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], []string{
 		"controller", "--endpoint=unix://" + ctrlSock, "--k8s-tag-cluster-id=" + ClusterID, "--v=4",
 	}, s.awsEnv("", true), logDir); err != nil {
@@ -174,20 +195,15 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err := waitProbe(ctx, ctrlSock, s.Controller); err != nil {
 		return nil, err
 	}
-	if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], []string{
-		"--csi-address=unix://" + ctrlSock, "--kubeconfig=" + kubeconfigs["csi-provisioner"],
-		"--leader-election", "--leader-election-namespace=" + rbacNamespace,
-		"--extra-create-metadata", "--default-fstype=ext4", "--timeout=60s",
-		"--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
-	}, baseEnv(), logDir); err != nil {
-		return nil, err
+	if !without["csi-provisioner"] {
+		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), baseEnv(), logDir); err != nil {
+			return nil, err
+		}
 	}
-	if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], []string{
-		"--csi-address=unix://" + ctrlSock, "--kubeconfig=" + kubeconfigs["csi-attacher"],
-		"--leader-election", "--leader-election-namespace=" + rbacNamespace,
-		"--timeout=60s", "--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
-	}, baseEnv(), logDir); err != nil {
-		return nil, err
+	if !without["csi-attacher"] {
+		if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], s.SidecarArgs("csi-attacher"), baseEnv(), logDir); err != nil {
+			return nil, err
+		}
 	}
 
 	for _, spec := range opts.Nodes {
@@ -214,6 +230,20 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	progress("Stack ready: kubeconfig %s", s.Cluster.Kubeconfig())
 	return s, nil
+}
+
+// SidecarArgs are the flags the stack runs a sidecar with: the controller's socket, the sidecar's own
+// ServiceAccount kubeconfig, leader election in kube-system, the EBS chart's settings and short retries.
+func (s *Stack) SidecarArgs(name string) []string {
+	args := []string{
+		"--csi-address=unix://" + s.ControllerSocket, "--kubeconfig=" + s.Kubeconfigs[name],
+		"--leader-election", "--leader-election-namespace=" + rbacNamespace, "--timeout=60s",
+		"--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
+	}
+	if name == "csi-provisioner" {
+		args = append(args, "--extra-create-metadata", "--default-fstype=ext4")
+	}
+	return args
 }
 
 func instanceList(nodes []NodeSpec) string {
