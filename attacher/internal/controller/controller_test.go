@@ -15,6 +15,7 @@ import (
 	"github.com/stowage-csi/stowage/attacher/internal/handler"
 	"github.com/stowage-csi/stowage/attacher/internal/testutil"
 	"github.com/stowage-csi/stowage/shared/metrics"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -78,7 +79,7 @@ func TestControllerAttachesOnce(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	va := testutil.VA("va1", "pv1", "node1")
-	client := testutil.NewClientset(va, testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+	client := sharedtestutil.NewClientset(va, testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	csiFake := &testutil.FakeCSI{PublishContext: map[string]string{"k": "v"}}
 	h := &countingHandler{Handler: handler.NewCSI(handler.Config{

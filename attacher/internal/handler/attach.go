@@ -8,11 +8,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // attach publishes va's volume to its node in at most two writes: one patch that adds the finalizer
@@ -63,48 +62,41 @@ func (h *CSI) attach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 	if err != nil {
 		return h.attachFailed(ctx, va, err)
 	}
-	if va.Status.Attached && va.Status.AttachError == nil && maps.Equal(va.Status.AttachmentMetadata, publishContext) {
-		h.setForced(va.Name, false)
-		return nil
-	}
-	patch, err := attachedStatusPatch(va, publishContext)
+	// No request when a forced re-publish returned the context the status already holds.
+	updated, err := patch.Status(ctx, h.cfg.Client.StorageV1().VolumeAttachments().Patch, va, func(v *storagev1.VolumeAttachment) {
+		v.Status.Attached = true
+		v.Status.AttachmentMetadata = publishContext
+		v.Status.AttachError = nil
+	})
 	if err != nil {
-		return err
-	}
-	if _, err := h.cfg.Client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		return fmt.Errorf("volumeattachment %s: marking attached: %w", va.Name, err)
 	}
-	h.tracker.wrote(va.UID, va.ResourceVersion)
+	h.tracker.wroteIfChanged(va, updated)
 	h.setForced(va.Name, false)
 	logger.V(2).Info("Attached", "volumeID", handle, "nodeID", nodeID)
 	return nil
 }
 
-// recordIntent adds the finalizer and the detach annotations in one preconditioned patch, unless va has
-// them already, and returns the VolumeAttachment as it is now.
+// recordIntent adds the finalizer and the detach annotations in one patch preconditioned on va's
+// resourceVersion (none when va has them already) and returns the VolumeAttachment as it is now.
 func (h *CSI) recordIntent(ctx context.Context, va *storagev1.VolumeAttachment, nodeID, handle string, vol *volume) (*storagev1.VolumeAttachment, error) {
 	want := map[string]string{NodeIDAnnotation: nodeID, VolumeHandleAnnotation: handle}
 	if vol.secretRef != nil {
 		want[PublishSecretAnnotation] = formatSecretRef(vol.secretRef)
 	}
-	changed := map[string]string{}
-	for k, v := range want {
-		if va.Annotations[k] != v {
-			changed[k] = v
+	updated, err := patch.Mutate(ctx, h.cfg.Client.StorageV1().VolumeAttachments().Patch, va, func(v *storagev1.VolumeAttachment) {
+		if !slices.Contains(v.Finalizers, h.finalizer) {
+			v.Finalizers = append(v.Finalizers, h.finalizer)
 		}
-	}
-	if len(changed) == 0 && slices.Contains(va.Finalizers, h.finalizer) {
-		return va, nil
-	}
-	patch, err := addMetadataPatch(va, h.finalizer, changed)
-	if err != nil {
-		return nil, err
-	}
-	updated, err := h.cfg.Client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if v.Annotations == nil {
+			v.Annotations = map[string]string{}
+		}
+		maps.Copy(v.Annotations, want)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("volumeattachment %s: adding finalizer %s: %w", va.Name, h.finalizer, err)
 	}
-	h.tracker.wrote(va.UID, va.ResourceVersion)
+	h.tracker.wroteIfChanged(va, updated)
 	return updated, nil
 }
 

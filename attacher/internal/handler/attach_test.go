@@ -250,7 +250,7 @@ func TestAttach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(tc.driver, tc.caps, tc.csi, tc.objs...)
 			h := NewCSI(e.cfg)
-			va := tc.objs[0].(*storagev1.VolumeAttachment)
+			va := e.stored(t, tc.objs[0].(*storagev1.VolumeAttachment).Name)
 			requeue, err := h.SyncVA(testContext(t), va)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("SyncVA error = %v, want error %v", err, tc.wantErr)

@@ -11,10 +11,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // detach unpublishes a deleted VolumeAttachment and then releases its finalizer in one patch, after which
@@ -76,37 +76,25 @@ func (h *CSI) detach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 	return nil
 }
 
-// releaseFinalizer removes our finalizer with one JSON patch. If the patch's test fails because someone
-// else changed the finalizer list meanwhile, it reads the object again and retries the patch only:
-// ControllerUnpublish already succeeded and is not repeated.
+// releaseFinalizer removes our finalizer with one patch. If someone changed the object meanwhile (409), it
+// reads it again and retries the patch only: ControllerUnpublish already succeeded and is not repeated.
 func (h *CSI) releaseFinalizer(ctx context.Context, va *storagev1.VolumeAttachment) error {
 	client := h.cfg.Client.StorageV1().VolumeAttachments()
-	for attempt := 0; ; attempt++ {
-		patch, err := removeFinalizerPatch(va, h.finalizer)
-		if err != nil {
-			return nil // finalizer already gone
-		}
-		_, err = client.Patch(ctx, va.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			h.tracker.wrote(va.UID, va.ResourceVersion)
-			return nil
-		case attempt < 2 && (apierrors.IsInvalid(err) || apierrors.IsConflict(err)):
-			fresh, getErr := client.Get(ctx, va.Name, metav1.GetOptions{})
-			if apierrors.IsNotFound(getErr) {
-				return nil
-			}
-			if getErr != nil {
-				return fmt.Errorf("volumeattachment %s: reading after a failed finalizer patch: %w", va.Name, getErr)
-			}
-			if fresh.UID != va.UID {
-				return nil
-			}
-			va = fresh
-		default:
-			return fmt.Errorf("volumeattachment %s: removing finalizer %s: %w", va.Name, h.finalizer, err)
-		}
+	get := func(ctx context.Context) (*storagev1.VolumeAttachment, error) {
+		return client.Get(ctx, va.Name, metav1.GetOptions{})
 	}
+	_, err := patch.RetryOnConflict(ctx, va, get, func(ctx context.Context, cur *storagev1.VolumeAttachment) (*storagev1.VolumeAttachment, error) {
+		if cur.UID != va.UID {
+			return cur, nil // deleted and created again: not ours to release
+		}
+		return patch.RemoveFinalizer(ctx, client.Patch, cur, h.finalizer)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("volumeattachment %s: removing finalizer %s: %w", va.Name, h.finalizer, err)
+	}
+	// Whatever version the cache holds now, it is one the removal replaced (or the object is gone).
+	h.tracker.wrote(va.UID, va.ResourceVersion)
+	return nil
 }
 
 func (h *CSI) detachFailed(ctx context.Context, va *storagev1.VolumeAttachment, cause error) error {
@@ -132,11 +120,13 @@ func (h *CSI) SyncPV(ctx context.Context, pv *v1.PersistentVolume) error {
 			return nil
 		}
 	}
-	patch, err := removeFinalizerPatch(pv, h.finalizer)
-	if err != nil {
-		return nil
+	client := h.cfg.Client.CoreV1().PersistentVolumes()
+	get := func(ctx context.Context) (*v1.PersistentVolume, error) {
+		return client.Get(ctx, pv.Name, metav1.GetOptions{})
 	}
-	_, err = h.cfg.Client.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	_, err = patch.RetryOnConflict(ctx, pv, get, func(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+		return patch.RemoveFinalizer(ctx, client.Patch, cur, h.finalizer)
+	})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("persistentvolume %s: removing finalizer %s: %w", pv.Name, h.finalizer, err)
 	}

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -122,7 +123,7 @@ func TestDetach(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv("", Capabilities{}, tc.csi, tc.objs...)
 			h := NewCSI(e.cfg)
-			va := tc.objs[0].(*storagev1.VolumeAttachment)
+			va := e.stored(t, tc.objs[0].(*storagev1.VolumeAttachment).Name)
 			if _, err := h.SyncVA(testContext(t), va); (err != nil) != tc.wantErr {
 				t.Fatalf("SyncVA error = %v, want error %v", err, tc.wantErr)
 			}
@@ -152,8 +153,8 @@ func TestDetach(t *testing.T) {
 // would repeat ControllerPublish/Unpublish and the writes (upstream #587).
 func TestStaleCopyIsNotActedOnTwice(t *testing.T) {
 	t.Run("attach", func(t *testing.T) {
-		va := testutil.VA("va1", "pv1", "node1")
-		e := newEnv("", Capabilities{}, nil, va, testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+		e := newEnv("", Capabilities{}, nil, testutil.VA("va1", "pv1", "node1"), testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+		va := e.stored(t, "va1")
 		h := NewCSI(e.cfg)
 		ctx := testContext(t)
 		if _, err := h.SyncVA(ctx, va); err != nil {
@@ -175,9 +176,8 @@ func TestStaleCopyIsNotActedOnTwice(t *testing.T) {
 		}
 	})
 	t.Run("detach", func(t *testing.T) {
-		va := testutil.VA("va1", "pv1", "node1", withFinalizer, attached, deleting, withAnnotations(NodeIDAnnotation, "i-1", VolumeHandleAnnotation, "vol-1"))
-		va.ResourceVersion = "5"
-		e := newEnv("", Capabilities{}, nil, va)
+		e := newEnv("", Capabilities{}, nil, testutil.VA("va1", "pv1", "node1", withFinalizer, attached, deleting, withAnnotations(NodeIDAnnotation, "i-1", VolumeHandleAnnotation, "vol-1")))
+		va := e.stored(t, "va1")
 		h := NewCSI(e.cfg)
 		ctx := testContext(t)
 		for range 3 {
@@ -232,7 +232,8 @@ func TestSyncPVRemovesUpstreamFinalizer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv("", Capabilities{}, nil, tc.objs...)
-			pv := tc.objs[0].(*v1.PersistentVolume)
+			pv := e.pv(t, tc.objs[0].(*v1.PersistentVolume).Name)
+			e.client.ClearActions()
 			if err := NewCSI(e.cfg).SyncPV(testContext(t), pv); err != nil {
 				t.Fatal(err)
 			}
@@ -246,4 +247,52 @@ func TestSyncPVRemovesUpstreamFinalizer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Someone else changing the VolumeAttachment between our read and our write: the attach does not call
+// the driver before its intent is recorded, and the detach retries only the finalizer patch.
+func TestConcurrentChange(t *testing.T) {
+	touch := func(t *testing.T, e *env) {
+		t.Helper()
+		cur := e.va(t, "va1")
+		cur.Labels = map[string]string{"touched": "yes"}
+		if _, err := e.client.StorageV1().VolumeAttachments().Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.client.ClearActions()
+	}
+	t.Run("attach", func(t *testing.T) {
+		e := newEnv("", Capabilities{}, nil, testutil.VA("va1", "pv1", "node1"), testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+		va := e.stored(t, "va1")
+		touch(t, e)
+		if _, err := NewCSI(e.cfg).SyncVA(testContext(t), va); err == nil {
+			t.Fatal("SyncVA with a stale copy succeeded, want a conflict")
+		}
+		if got, want := testutil.Actions(e.client), []string{"patch volumeattachments va1"}; !slices.Equal(got, want) {
+			t.Errorf("actions = %q, want %q", got, want)
+		}
+		if len(e.csi.Publishes) != 0 {
+			t.Errorf("ControllerPublish called %d times before the intent was recorded", len(e.csi.Publishes))
+		}
+	})
+	t.Run("detach", func(t *testing.T) {
+		e := newEnv("", Capabilities{}, nil, testutil.VA("va1", "pv1", "node1", withFinalizer, attached, deleting, withAnnotations(NodeIDAnnotation, "i-1", VolumeHandleAnnotation, "vol-1")))
+		va := e.stored(t, "va1")
+		touch(t, e)
+		if _, err := NewCSI(e.cfg).SyncVA(testContext(t), va); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"patch volumeattachments va1", "get volumeattachments va1", "patch volumeattachments va1"}
+		if got := testutil.Actions(e.client); !slices.Equal(got, want) {
+			t.Errorf("actions = %q, want %q", got, want)
+		}
+		if len(e.csi.Unpublishes) != 1 {
+			t.Errorf("ControllerUnpublish called %d times, want 1", len(e.csi.Unpublishes))
+		}
+		got := e.va(t, "va1")
+		wantFinalizer(t, got, false)
+		if got.Labels["touched"] != "yes" {
+			t.Error("the concurrent change was lost")
+		}
+	})
 }

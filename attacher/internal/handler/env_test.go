@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stowage-csi/stowage/attacher/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -31,7 +32,7 @@ func newEnv(driver string, caps Capabilities, csiFake *testutil.FakeCSI, objs ..
 	if csiFake == nil {
 		csiFake = &testutil.FakeCSI{}
 	}
-	client := testutil.NewClientset(objs...)
+	client := sharedtestutil.NewClientset(objs...)
 	anys := make([]any, len(objs))
 	for i, o := range objs {
 		anys[i] = o
@@ -59,6 +60,15 @@ func (e *env) pv(t *testing.T, name string) *v1.PersistentVolume {
 		t.Fatalf("get persistentvolume %s: %v", name, err)
 	}
 	return pv
+}
+
+// stored reads name back from the clientset (with the resourceVersion the clientset gave it) and forgets
+// that read, so a test's action list starts with the handler's own requests.
+func (e *env) stored(t *testing.T, name string) *storagev1.VolumeAttachment {
+	t.Helper()
+	va := e.va(t, name)
+	e.client.ClearActions()
+	return va
 }
 
 func testContext(t *testing.T) context.Context {

@@ -5,10 +5,10 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // recordError writes cause to status.<field> (attachError or detachError) with its gRPC code. A retry
@@ -26,16 +26,18 @@ func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *st
 	if current != nil && current.Message == volErr.Message && equalCode(current.ErrorCode, volErr.ErrorCode) {
 		return
 	}
-	patch, err := errorStatusPatch(field, volErr)
+	updated, err := patch.Status(ctx, cfg.Client.StorageV1().VolumeAttachments().Patch, va, func(v *storagev1.VolumeAttachment) {
+		if field == "attachError" {
+			v.Status.AttachError = volErr
+		} else {
+			v.Status.DetachError = volErr
+		}
+	})
 	if err != nil {
-		logger.Error(err, "Encoding status patch")
-		return
-	}
-	if _, err := cfg.Client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
 		logger.Error(err, "Writing status", "field", field)
 		return
 	}
-	tracker.wrote(va.UID, va.ResourceVersion)
+	tracker.wroteIfChanged(va, updated)
 }
 
 func equalCode(a, b *int32) bool {

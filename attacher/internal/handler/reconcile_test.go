@@ -83,8 +83,10 @@ func TestReconcile(t *testing.T) {
 // A VolumeAttachment the reconcile found detached in the driver is published again on its next sync,
 // and, when the publish context is unchanged, without any API write.
 func TestForcedSyncPublishesAgain(t *testing.T) {
-	va := testutil.VA("va1", "pv1", "node1", withFinalizer, attached, withAnnotations(NodeIDAnnotation, "i-1", VolumeHandleAnnotation, "vol-1"))
-	e := newEnv("", Capabilities{ListPublishedNodes: true}, &testutil.FakeCSI{Published: map[string][]string{}}, va, testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+	e := newEnv("", Capabilities{ListPublishedNodes: true}, &testutil.FakeCSI{Published: map[string][]string{}},
+		testutil.VA("va1", "pv1", "node1", withFinalizer, attached, withAnnotations(NodeIDAnnotation, "i-1", VolumeHandleAnnotation, "vol-1")),
+		testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+	va := e.stored(t, "va1")
 	h := NewCSI(e.cfg)
 	ctx := testContext(t)
 	if _, err := h.Reconcile(ctx); err != nil {

@@ -33,6 +33,14 @@ func (t *writeTracker) wrote(uid types.UID, oldRV string) {
 	set[oldRV] = struct{}{}
 }
 
+// wroteIfChanged records a write when a patch helper returned a new version of before (the helpers send
+// nothing, and return before itself, when there is nothing to change).
+func (t *writeTracker) wroteIfChanged(before, after *storagev1.VolumeAttachment) {
+	if after != nil && after.ResourceVersion != before.ResourceVersion {
+		t.wrote(before.UID, before.ResourceVersion)
+	}
+}
+
 // stale reports whether va is a copy our own writes have already replaced. Seeing any other version
 // means the cache caught up, and the record is dropped.
 func (t *writeTracker) stale(va *storagev1.VolumeAttachment) bool {

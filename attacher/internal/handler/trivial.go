@@ -7,9 +7,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // Trivial is the handler for drivers without PUBLISH_UNPUBLISH_VOLUME: there is nothing to call, so a
@@ -32,11 +33,13 @@ func (h *Trivial) SyncVA(ctx context.Context, va *storagev1.VolumeAttachment) (t
 	if h.tracker.stale(va) {
 		return staleRetry, nil
 	}
-	patch := []byte(`{"status":{"attached":true}}`)
-	if _, err := h.cfg.Client.StorageV1().VolumeAttachments().Patch(ctx, va.Name, types.MergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+	updated, err := patch.Status(ctx, h.cfg.Client.StorageV1().VolumeAttachments().Patch, va, func(v *storagev1.VolumeAttachment) {
+		v.Status.Attached = true
+	})
+	if err != nil {
 		return 0, fmt.Errorf("volumeattachment %s: marking attached: %w", va.Name, err)
 	}
-	h.tracker.wrote(va.UID, va.ResourceVersion)
+	h.tracker.wroteIfChanged(va, updated)
 	klog.FromContext(ctx).V(2).Info("Marked attached", "volumeattachment", va.Name)
 	return 0, nil
 }

@@ -24,7 +24,7 @@ func TestTrivial(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv("", Capabilities{}, nil, tc.va)
 			h := NewTrivial(e.cfg)
-			if _, err := h.SyncVA(testContext(t), tc.va); err != nil {
+			if _, err := h.SyncVA(testContext(t), e.stored(t, tc.va.Name)); err != nil {
 				t.Fatal(err)
 			}
 			if got := testutil.Actions(e.client); !slices.Equal(got, tc.wantActions) {

@@ -4,15 +4,8 @@ package testutil
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"sync"
-
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
@@ -144,56 +137,6 @@ func (f *FakeCSI) ListPublished(context.Context) (map[string][]string, error) {
 	defer f.mu.Unlock()
 	f.Lists++
 	return f.Published, f.ListErr
-}
-
-// NewClientset returns a fake clientset whose patches bump the object's resourceVersion, as the API
-// server does (the plain fake keeps it unchanged, which hides stale-cache bugs).
-func NewClientset(objs ...runtime.Object) *fake.Clientset {
-	client := fake.NewClientset(objs...)
-	var mu sync.Mutex
-	next := 1000
-	client.PrependReactor("patch", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
-		pa := action.(clienttesting.PatchAction)
-		mu.Lock()
-		defer mu.Unlock()
-		obj, err := client.Tracker().Get(pa.GetResource(), pa.GetNamespace(), pa.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		old, err := json.Marshal(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		var patched []byte
-		switch pa.GetPatchType() {
-		case types.JSONPatchType:
-			p, err := jsonpatch.DecodePatch(pa.GetPatch())
-			if err != nil {
-				return true, nil, apierrors.NewBadRequest(err.Error())
-			}
-			if patched, err = p.Apply(old); err != nil {
-				return true, nil, apierrors.NewInvalid(schema.GroupKind{}, pa.GetName(), nil)
-			}
-		case types.MergePatchType:
-			if patched, err = jsonpatch.MergePatch(old, pa.GetPatch()); err != nil {
-				return true, nil, apierrors.NewBadRequest(err.Error())
-			}
-		default:
-			return true, nil, fmt.Errorf("patch type %s not supported by the test clientset", pa.GetPatchType())
-		}
-		fresh := reflect.New(reflect.TypeOf(obj).Elem()).Interface().(runtime.Object)
-		if err := json.Unmarshal(patched, fresh); err != nil {
-			return true, nil, err
-		}
-		next++
-		meta := fresh.(metav1.Object)
-		meta.SetResourceVersion(fmt.Sprint(next))
-		if err := client.Tracker().Update(pa.GetResource(), fresh, pa.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		return true, fresh.DeepCopyObject(), nil
-	})
-	return client
 }
 
 // PublishCount is the number of ControllerPublish calls so far.
