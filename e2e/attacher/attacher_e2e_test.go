@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -33,6 +36,7 @@ func TestE2EAttacher(t *testing.T) {
 	t.Run("FailoverSIGTERM", func(t *testing.T) { testFailover(t, r, syscall.SIGTERM) })
 	t.Run("FailoverSIGKILL", func(t *testing.T) { testFailover(t, r, syscall.SIGKILL) })
 	t.Run("TakeOverFromUpstream", func(t *testing.T) { testTakeOverFromUpstream(t, r) })
+	t.Run("ReconcileRepublishes", func(t *testing.T) { testReconcile(t, r) })
 }
 
 func testPodAttachDetach(t *testing.T, r *rig) {
@@ -432,5 +436,65 @@ func testTakeOverFromUpstream(t *testing.T, r *rig) {
 	}
 	if n := drv.Calls(csimock.ControllerUnpublishVolume); n != 1 {
 		t.Errorf("ControllerUnpublishVolume calls = %d, want 1", n)
+	}
+}
+
+// testReconcile detaches a volume behind Kubernetes' back (a ControllerUnpublish straight to the driver)
+// and checks the ListVolumes reconcile publishes it again, without writing to the API: the publish
+// context is unchanged, so the status stays as it is.
+func testReconcile(t *testing.T, r *rig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const driver, node, nodeID = "reconcile.csi.stowage.io", "node-reconcile", "mock-node-reconcile"
+	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drv.Stop)
+	vol := drv.AddVolume("pv-reconcile", 1<<30)
+	client := r.client
+	n, csiNode := nodeObjects(node, driver, nodeID)
+	mustCreate(t,
+		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
+		func() error {
+			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, driver, vol.ID), metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := client.StorageV1().VolumeAttachments().Create(ctx, directVA("va-reconcile", driver, vol.Name, node), metav1.CreateOptions{})
+			return err
+		})
+	before := r.auditWrites(t, attacherUser)
+	r.startAttacher(t, "attacher", drv.Endpoint(), "--reconcile-sync=1s")
+	poll(t, ctx, "VolumeAttachment attached", func(ctx context.Context) (bool, error) {
+		attached, _, err := attachedCount(ctx, client, driver)
+		return err == nil && attached == 1, nil
+	})
+
+	conn, err := grpc.NewClient("unix://"+drv.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := csi.NewControllerClient(conn).ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol.ID, NodeId: nodeID}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, ctx, "volume published again", func(context.Context) (bool, error) {
+		v := drv.Volumes()
+		return len(v) == 1 && slices.Equal(v[0].PublishedNodes, []string{nodeID}), nil
+	})
+	if n := drv.Calls(csimock.ControllerPublishVolume); n != 2 {
+		t.Errorf("ControllerPublishVolume calls = %d, want 2 (attach, then the reconcile's)", n)
+	}
+	if n := drv.Calls(csimock.ListVolumes); n == 0 {
+		t.Error("ListVolumes never called")
+	}
+	time.Sleep(2 * time.Second)
+	if writes := since(before, r.auditWrites(t, attacherUser)); len(writes) != 2 {
+		t.Errorf("csi-attacher writes = %q, want the attach's 2 and none from the reconcile", writes)
 	}
 }
