@@ -57,6 +57,8 @@ type Filesystem struct {
 	// started is shown as directories' times: S3 keeps none for prefixes.
 	started time.Time
 	log     logr.Logger
+	// uploadBufs recycles write part buffers across files.
+	uploadBufs *upload.BufferPool
 }
 
 // readdirGrace is how long a listing answers lookups even with --metadata-ttl minimal, so the kernel's
@@ -68,7 +70,7 @@ const maxKernelTTL = 365 * 24 * time.Hour
 
 // NewRoot returns the root directory node for cfg.
 func NewRoot(ctx context.Context, client Client, cfg Config) *DirNode {
-	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx)}
+	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx), uploadBufs: &upload.BufferPool{}}
 	return newDirNode(f, cfg.Prefix, false)
 }
 

@@ -33,6 +33,7 @@ var ErrFinished = fmt.Errorf("upload already finished: %w", syscall.EBADF)
 // Upload is one object being written. Methods are safe for concurrent use.
 type Upload struct {
 	client      Client
+	pool        *BufferPool
 	key         string
 	partSize    int
 	concurrency int
@@ -54,14 +55,37 @@ type Upload struct {
 	etag     string
 }
 
+// BufferPool recycles part buffers between uploads, sparing each part the page faults and zeroing of a
+// fresh multi-MiB allocation. A nil pool allocates.
+type BufferPool struct {
+	pool sync.Pool
+}
+
+func (b *BufferPool) get(size int) []byte {
+	if b != nil {
+		if v, ok := b.pool.Get().(*[]byte); ok && cap(*v) == size {
+			return (*v)[:0]
+		}
+	}
+	return make([]byte, 0, size)
+}
+
+func (b *BufferPool) put(buf []byte) {
+	if b != nil {
+		buf = buf[:0]
+		b.pool.Put(&buf)
+	}
+}
+
 // New starts an upload of key; nothing is sent until the first part is full or Complete is called.
-func New(ctx context.Context, c Client, key string, partSize, concurrency int) *Upload {
+// Part buffers come from pool (nil: allocated).
+func New(ctx context.Context, c Client, key string, partSize, concurrency int, pool *BufferPool) *Upload {
 	if concurrency < 1 {
 		concurrency = 1
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	return &Upload{
-		client: c, key: key, partSize: partSize, concurrency: concurrency,
+		client: c, key: key, partSize: partSize, concurrency: concurrency, pool: pool,
 		ctx: ctx, cancel: cancel, sem: make(chan struct{}, concurrency),
 	}
 }
@@ -98,7 +122,7 @@ func (u *Upload) WriteAt(data []byte, off int64) (int, error) {
 	n := 0
 	for len(data) > 0 {
 		if u.buf == nil {
-			u.buf = make([]byte, 0, u.partSize)
+			u.buf = u.pool.get(u.partSize)
 		}
 		c := min(len(data), u.partSize-len(u.buf))
 		u.buf = append(u.buf, data[:c]...)
@@ -147,6 +171,7 @@ func (u *Upload) sendPartLocked() error {
 		defer u.inflight.Done()
 		defer func() { <-u.sem }()
 		etag, err := u.client.UploadPart(u.ctx, u.key, id, num, data)
+		u.pool.put(data)
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		if err != nil {

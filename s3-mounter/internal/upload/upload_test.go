@@ -47,7 +47,7 @@ func TestUploadPartsAndPut(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := testutil.NewFakeS3()
-			u := upload.New(context.Background(), f, "obj", partSize, 2)
+			u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
 			data := payload(tc.size)
 			writeAll(t, u, data, 128<<10)
 			if _, err := u.Complete(); err != nil {
@@ -75,7 +75,7 @@ func TestUploadPartsAndPut(t *testing.T) {
 func TestPartsUploadWhileWritingWithBoundedConcurrency(t *testing.T) {
 	f := testutil.NewFakeS3()
 	f.PartDelay = 50 * time.Millisecond
-	u := upload.New(context.Background(), f, "obj", partSize, 3)
+	u := upload.New(context.Background(), f, "obj", partSize, 3, &upload.BufferPool{})
 	data := payload(10 * partSize)
 	start := time.Now()
 	writeAll(t, u, data, 1<<20)
@@ -96,7 +96,7 @@ func TestPartsUploadWhileWritingWithBoundedConcurrency(t *testing.T) {
 
 func TestOutOfOrderWriteIsEINVALAndAbortsTheUpload(t *testing.T) {
 	f := testutil.NewFakeS3()
-	u := upload.New(context.Background(), f, "obj", partSize, 2)
+	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
 	writeAll(t, u, payload(partSize+10), 4096)
 	_, err := u.WriteAt([]byte("x"), 5)
 	if !errors.Is(err, syscall.EINVAL) {
@@ -116,7 +116,7 @@ func TestOutOfOrderWriteIsEINVALAndAbortsTheUpload(t *testing.T) {
 func TestFailedPartFailsCompleteAndAborts(t *testing.T) {
 	f := testutil.NewFakeS3()
 	f.FailPart = 2
-	u := upload.New(context.Background(), f, "obj", partSize, 2)
+	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
 	data := payload(3 * partSize)
 	for off := 0; off < len(data); off += 1 << 20 {
 		if _, err := u.WriteAt(data[off:off+1<<20], int64(off)); err != nil {
@@ -137,7 +137,7 @@ func TestFailedPartFailsCompleteAndAborts(t *testing.T) {
 
 func TestWritesAfterCompleteAreRefused(t *testing.T) {
 	f := testutil.NewFakeS3()
-	u := upload.New(context.Background(), f, "obj", partSize, 2)
+	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
 	writeAll(t, u, []byte("hello"), 5)
 	etag1, err := u.Complete()
 	if err != nil {
