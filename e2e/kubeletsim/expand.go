@@ -33,10 +33,14 @@ func (n *Node) expandIfNeeded(ctx context.Context, pv *podVolume) error {
 	if v.claim == "" || !pv.published {
 		return nil
 	}
+	ns := v.namespace
+	// The cache answers the common case (nothing pending) without an API request.
+	if cached, err := n.claims.PersistentVolumeClaims(ns).Get(v.claim); err == nil && !expansionPending(cached) {
+		return nil
+	}
 	lock := n.state.volumeLock(v.unique)
 	lock.Lock()
 	defer lock.Unlock()
-	ns := v.namespace
 	claim, err := n.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, v.claim, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read claim %s/%s: %w", ns, v.claim, err)
