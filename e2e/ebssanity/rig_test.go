@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -185,5 +184,3 @@ func (idGen) GenerateUniqueValidVolumeID() string { return "vol-0" + randomHex(1
 func (idGen) GenerateInvalidVolumeID() string     { return "not-a-volume-id" }
 func (idGen) GenerateUniqueValidNodeID() string   { return "i-0" + randomHex(16) }
 func (idGen) GenerateInvalidNodeID() string       { return "not-an-instance-id" }
-
-func fmtBytes(n int64) string { return fmt.Sprintf("%d GiB", n>>30) }

@@ -155,7 +155,7 @@ func (c *Cloud) CreateDisk(ctx context.Context, name string, opts DiskOptions) (
 		}
 		if opts.SnapshotID != "" {
 			in.SnapshotId = aws.String(opts.SnapshotID)
-			if opts.SnapshotID != "" && opts.VolumeInitializationRate > 0 {
+			if opts.VolumeInitializationRate > 0 { // only meaningful for a restore
 				in.VolumeInitializationRate = aws.Int32(opts.VolumeInitializationRate)
 			}
 		}
