@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -348,7 +350,10 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 	}
 	return l.step(ctx, "nothing left in EC2, no loop device or mount", func(ctx context.Context) (string, error) {
 		err := poll(ctx, "EC2 emptied", func(ctx context.Context) (bool, string, error) {
-			st := l.S.EC2.State()
+			st, err := l.debugState(ctx)
+			if err != nil {
+				return false, "", err
+			}
 			return len(st.Volumes)+len(st.Attachments)+len(st.Snapshots) == 0,
 				fmt.Sprintf("%d volumes, %d attachments, %d snapshots", len(st.Volumes), len(st.Attachments), len(st.Snapshots)), nil
 		})
@@ -365,7 +370,7 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 		if err != nil || len(vas.Items) > 0 {
 			return "", fmt.Errorf("VolumeAttachments left: %d (%v)", len(vas.Items), err)
 		}
-		return "EC2 holds no volume, attachment or snapshot; no loop device, mount or VolumeAttachment left", nil
+		return "GET /debug/state: EC2 holds no volume, attachment or snapshot; no loop device, mount or VolumeAttachment left", nil
 	})
 }
 
@@ -417,6 +422,27 @@ func (l *Lifecycle) BadParameter(ctx context.Context) error {
 		}
 		return fmt.Sprintf("ProvisioningFailed: %s; no EBS volume created", trimMessage(message)), nil
 	})
+}
+
+// debugState reads the emulator's state over HTTP, as a user would with curl.
+func (l *Lifecycle) debugState(ctx context.Context) (ec2sim.StateDump, error) {
+	var st ec2sim.StateDump
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.S.EC2.URL()+"/debug/state", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET /debug/state: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("GET /debug/state: %w", err)
+	}
+	return st, nil
 }
 
 func trimMessage(m string) string {

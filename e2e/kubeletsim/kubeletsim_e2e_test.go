@@ -84,7 +84,7 @@ func appPod(name string, fsGroup int64) *v1.Pod {
 			Containers:      []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
 			Volumes: []v1.Volume{
 				{Name: "data", VolumeSource: v1.VolumeSource{PersistentVolumeClaim: &v1.PersistentVolumeClaimVolumeSource{ClaimName: "claim-1"}}},
-				{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: fakeDriver, VolumeAttributes: map[string]string{"inline": "yes"}}}},
+				{Name: "scratch", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: fakeDriver, ReadOnly: ptr(true), VolumeAttributes: map[string]string{"inline": "yes"}}}},
 			},
 		},
 	}
@@ -217,6 +217,9 @@ func TestE2EKubeletSimulator(t *testing.T) {
 		claimPub, inlinePub := byTarget[target], byTarget[node.PublishPath(string(pod.UID), "scratch")]
 		if claimPub == nil || inlinePub == nil {
 			t.Fatalf("publish targets = %v", byTarget)
+		}
+		if claimPub.GetReadonly() || !inlinePub.GetReadonly() {
+			t.Errorf("readonly: claim %v, inline %v; want false, true", claimPub.GetReadonly(), inlinePub.GetReadonly())
 		}
 		if claimPub.GetStagingTargetPath() != node.StagingPath(handle) || inlinePub.GetStagingTargetPath() != "" {
 			t.Errorf("staging paths: claim %q, inline %q", claimPub.GetStagingTargetPath(), inlinePub.GetStagingTargetPath())
