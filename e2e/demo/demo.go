@@ -166,7 +166,12 @@ func prerequisites(ctx context.Context, out io.Writer) error {
 		return errors.New("the demo needs root: it creates loop devices, formats and mounts them")
 	}
 	var missing []string
-	pkgs := map[string]string{"mkfs.ext4": "e2fsprogs", "mkfs.xfs": "xfsprogs", "blkid": "util-linux", "losetup": "mount", "mount": "mount"}
+	// The tools ebs-plugin's node service runs, and the Debian packages holding them.
+	pkgs := map[string]string{
+		"mkfs.ext4": "e2fsprogs", "resize2fs": "e2fsprogs", "mkfs.xfs": "xfsprogs", "xfs_growfs": "xfsprogs",
+		"blkid": "util-linux", "fsck": "util-linux", "blockdev": "util-linux", "lsblk": "util-linux",
+		"mount": "mount", "umount": "mount", "losetup": "mount",
+	}
 	seen := map[string]bool{}
 	for tool, pkg := range pkgs {
 		if _, err := exec.LookPath(tool); err != nil && !seen[pkg] {

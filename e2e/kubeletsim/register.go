@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"sort"
 	"time"
 
@@ -46,7 +47,7 @@ func (n *Node) register(ctx context.Context) error {
 	}
 	segments := info.GetAccessibleTopology().GetSegments()
 
-	nodeLabels := map[string]string{LabelHostname: n.cfg.NodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+	nodeLabels := map[string]string{LabelHostname: n.cfg.NodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": runtime.GOARCH}
 	if n.cfg.Zone != "" {
 		nodeLabels[LabelZone] = n.cfg.Zone
 	}
@@ -92,7 +93,7 @@ func (n *Node) register(ctx context.Context) error {
 			LastHeartbeatTime: now, LastTransitionTime: now,
 		}},
 		Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.1"}, {Type: v1.NodeHostName, Address: n.cfg.NodeName}},
-		NodeInfo:  v1.NodeSystemInfo{KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: "amd64"},
+		NodeInfo:  v1.NodeSystemInfo{KubeletVersion: kubeletVersion, OperatingSystem: "linux", Architecture: runtime.GOARCH},
 	}})
 	if err != nil {
 		return err
