@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
 E2E_PARALLEL ?= 2
 
-.PHONY: all build test test-unit test-e2e lint bench clean demo
+.PHONY: all build test test-unit test-fuzz test-e2e lint bench clean demo
 
 all: build
 
@@ -23,12 +23,25 @@ build:
 		fi; \
 	done
 
-test: test-unit test-e2e
+test: test-unit test-fuzz test-e2e
 
 test-unit:
 	@for m in $(MODULES); do \
 		echo "unit $$m"; \
 		(cd $$m && go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
+	done
+
+# Every fuzz target runs briefly beyond its seed corpus (the seeds already run in test-unit).
+FUZZ_TIME ?= 5s
+test-fuzz:
+	@for m in $(MODULES); do \
+		for f in $$(cd $$m && grep -rl --include='*_test.go' '^func Fuzz' . || true); do \
+			d=$$(dirname $$f); \
+			for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$m/$$f); do \
+				echo "fuzz $$m/$$d $$n"; \
+				(cd $$m && go test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZ_TIME) $$d) || exit 1; \
+			done; \
+		done; \
 	done
 
 # End-to-end tests carry the e2e build tag and are named TestE2E*.
