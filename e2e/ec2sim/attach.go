@@ -13,15 +13,9 @@ const rootDevice = "/dev/xvda"
 
 func (s *Server) readInstanceAndVolume(f *form) (Instance, *volume, *apiError) {
 	instID, volID := f.str("InstanceId"), f.str("VolumeId")
-	if volID == "" {
-		return Instance{}, nil, errMissing("volumeId")
-	}
-	if aerr := checkIDs([]string{volID}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+	v, aerr := s.lookupVolume(volID, "volumeId")
+	if aerr != nil {
 		return Instance{}, nil, aerr
-	}
-	v := s.st.Volumes[volID]
-	if v == nil {
-		return Instance{}, nil, errVolumeNotFound(volID)
 	}
 	if instID == "" {
 		return Instance{}, v, nil
@@ -60,8 +54,8 @@ func (s *Server) attachVolume(r *request) (any, *apiError) {
 	if v.Zone != in.Zone {
 		return nil, newError(http.StatusBadRequest, "InvalidVolume.ZoneMismatch", "The volume '%s' is not in the same availability zone as instance '%s'", v.ID, in.ID)
 	}
-	if st := v.status(r.now); st == "creating" {
-		return nil, errIncorrectState("Volume '%s' is in the '%s' state.", v.ID, st)
+	if aerr := notCreating(v, r.now); aerr != nil {
+		return nil, aerr
 	}
 	for _, a := range v.Attachments {
 		if a.InstanceID == in.ID {
@@ -92,10 +86,8 @@ func (s *Server) attachVolume(r *request) (any, *apiError) {
 	if int64(used) >= it.volumeSlots() {
 		return nil, errAttachmentLimit(in.ID)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	a := &attachment{
 		InstanceID: in.ID,
@@ -143,10 +135,8 @@ func (s *Server) detachVolume(r *request) (any, *apiError) {
 	if a == nil || (device != "" && a.Device != device) {
 		return nil, newError(http.StatusBadRequest, "InvalidAttachment.NotFound", "The volume '%s' is not attached to instance '%s'.", v.ID, in.ID)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	if a.DetachAt.IsZero() {
 		delay := s.scaled(jitter(detachMin, detachMax))

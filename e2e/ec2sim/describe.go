@@ -151,3 +151,115 @@ func boolString(b bool) string {
 	}
 	return "false"
 }
+
+// missingIDs returns, in order, the ids for which has is false: EC2's NotFound errors name every one of them.
+func missingIDs(ids []string, has func(id string) bool) []string {
+	var missing []string
+	for _, id := range ids {
+		if !has(id) {
+			missing = append(missing, id)
+		}
+	}
+	return missing
+}
+
+// uniqueIDs drops repeated IDs, keeping the first of each, as EC2 answers a named resource once.
+func uniqueIDs(ids []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// mapKeys returns the keys of a resource map, the candidates of a describe call that names no IDs.
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// selection is how a Describe* call turns its ID list and filters into the IDs it answers.
+type selection struct {
+	param    string                        // the form list that names IDs, e.g. "VolumeId"
+	check    func(ids []string) *apiError  // refuses malformed IDs before anything is looked up
+	exists   func(id string) bool          // whether a named ID exists
+	notFound func(ids ...string) *apiError // the error naming every missing ID
+	// named, when set, checks the named IDs further once they all exist.
+	named  func(ids []string) *apiError
+	all    func() []string                        // the candidates when no ID is named
+	values func(id, name string) ([]string, bool) // a candidate's values for a filter name
+}
+
+// run returns the candidates that pass the filters, and whether the call named IDs (which rules out paging).
+func (sel selection) run(f *form) ([]string, bool, *apiError) {
+	named := f.list(sel.param)
+	if aerr := sel.check(named); aerr != nil {
+		return nil, false, aerr
+	}
+	filters, aerr := f.filters()
+	if aerr != nil {
+		return nil, false, aerr
+	}
+	var candidates []string
+	if len(named) > 0 {
+		candidates = uniqueIDs(named)
+		if missing := missingIDs(candidates, sel.exists); len(missing) > 0 {
+			return nil, false, sel.notFound(missing...)
+		}
+		if sel.named != nil {
+			if aerr := sel.named(candidates); aerr != nil {
+				return nil, false, aerr
+			}
+		}
+	} else {
+		candidates = sel.all()
+	}
+	selected, aerr := matching(candidates, filters, sel.values)
+	return selected, len(named) > 0, aerr
+}
+
+// matching keeps the candidates whose values pass every filter.
+func matching(candidates []string, filters []filter, values func(id, name string) ([]string, bool)) ([]string, *apiError) {
+	var out []string
+	for _, id := range candidates {
+		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) { return values(id, name) })
+		if aerr != nil {
+			return nil, aerr
+		}
+		if ok {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// page runs the selection and answers the page of IDs a Describe* call asked for, MaxResults being between lo
+// and hi, with the token for the next page.
+func (sel selection) page(r *request, lo, hi int) ([]string, string, *apiError) {
+	selected, idsGiven, aerr := sel.run(r.form)
+	if aerr != nil {
+		return nil, "", aerr
+	}
+	return r.page(selected, lo, hi, idsGiven)
+}
+
+// page reads MaxResults (between lo and hi), NextToken and DryRun, and returns the page of ids to answer with
+// the token for the next one.
+func (r *request) page(ids []string, lo, hi int, idsGiven bool) ([]string, string, *apiError) {
+	p, aerr := readPaging(r.form, lo, hi, idsGiven)
+	if aerr != nil {
+		return nil, "", aerr
+	}
+	if aerr := r.stopIfDryRun(); aerr != nil {
+		return nil, "", aerr
+	}
+	page, next := pageOf(ids, p)
+	return page, next, nil
+}

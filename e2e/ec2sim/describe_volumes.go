@@ -10,50 +10,17 @@ type describeVolumesResponse struct {
 	NextToken string    `xml:"nextToken,omitempty"`
 }
 
-// selectVolumes resolves the VolumeId list and filters of a describe call to sorted volume IDs.
-func (s *Server) selectVolumes(r *request, filterValues func(v *volume, name string) ([]string, bool)) ([]string, bool, *apiError) {
-	ids := r.form.list("VolumeId")
-	if aerr := checkIDs(ids, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
-		return nil, false, aerr
+// volumeSelection resolves the VolumeId list and filters of a describe call, filterValues answering a volume's
+// values for a filter.
+func (s *Server) volumeSelection(filterValues func(v *volume, name string) ([]string, bool)) selection {
+	return selection{
+		param:    "VolumeId",
+		check:    func(ids []string) *apiError { return checkIDs(ids, "vol", "InvalidVolumeID.Malformed") },
+		exists:   func(id string) bool { return s.st.Volumes[id] != nil },
+		notFound: errVolumeNotFound,
+		all:      func() []string { return mapKeys(s.st.Volumes) },
+		values:   func(id, name string) ([]string, bool) { return filterValues(s.st.Volumes[id], name) },
 	}
-	filters, aerr := r.form.filters()
-	if aerr != nil {
-		return nil, false, aerr
-	}
-	var candidates []string
-	if len(ids) > 0 {
-		var missing []string
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			if s.st.Volumes[id] == nil {
-				missing = append(missing, id)
-			}
-			candidates = append(candidates, id)
-		}
-		if len(missing) > 0 {
-			return nil, false, errVolumeNotFound(missing...)
-		}
-	} else {
-		for id := range s.st.Volumes {
-			candidates = append(candidates, id)
-		}
-	}
-	var out []string
-	for _, id := range candidates {
-		v := s.st.Volumes[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) { return filterValues(v, name) })
-		if aerr != nil {
-			return nil, false, aerr
-		}
-		if ok {
-			out = append(out, id)
-		}
-	}
-	return out, len(ids) > 0, nil
 }
 
 func (s *Server) volumeFilterValues(now time.Time) func(v *volume, name string) ([]string, bool) {
@@ -100,20 +67,10 @@ func (s *Server) volumeFilterValues(now time.Time) func(v *volume, name string) 
 }
 
 func (s *Server) describeVolumes(r *request) (any, *apiError) {
-	ids, idsGiven, aerr := s.selectVolumes(r, s.volumeFilterValues(r.now))
+	page, next, aerr := s.volumeSelection(s.volumeFilterValues(r.now)).page(r, 5, 500)
 	if aerr != nil {
 		return nil, aerr
 	}
-	p, aerr := readPaging(r.form, 5, 500, idsGiven)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	page, next := pageOf(ids, p)
 	out := &describeVolumesResponse{NextToken: next}
 	for _, id := range page {
 		out.Volumes = append(out.Volumes, s.volumeXML(s.st.Volumes[id], r.now))

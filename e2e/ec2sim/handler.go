@@ -21,7 +21,18 @@ type request struct {
 	mutated bool
 }
 
-func (r *request) dryRun() (bool, *apiError) { return r.form.boolean("DryRun") }
+// stopIfDryRun is called once a request has passed every check: with DryRun set EC2 answers DryRunOperation
+// instead of acting.
+func (r *request) stopIfDryRun() *apiError {
+	dry, aerr := r.form.boolean("DryRun")
+	if aerr != nil {
+		return aerr
+	}
+	if dry {
+		return errDryRun()
+	}
+	return nil
+}
 
 type handlerFunc func(s *Server, r *request) (any, *apiError)
 

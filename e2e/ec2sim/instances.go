@@ -122,42 +122,24 @@ func (s *Server) instanceXML(in Instance) xInstance {
 }
 
 func (s *Server) describeInstances(r *request) (any, *apiError) {
-	ids := r.form.list("InstanceId")
-	for _, id := range ids {
-		if !strings.HasPrefix(id, "i-") || len(id) < 3 {
-			return nil, newError(http.StatusBadRequest, "InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
-		}
-	}
-	filters, aerr := r.form.filters()
-	if aerr != nil {
-		return nil, aerr
-	}
-	var candidates []string
-	if len(ids) > 0 {
-		var missing []string
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
+	page, next, aerr := selection{
+		param: "InstanceId",
+		check: func(ids []string) *apiError {
+			for _, id := range ids {
+				if !strings.HasPrefix(id, "i-") || len(id) < 3 {
+					return newError(http.StatusBadRequest, "InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+				}
 			}
-			seen[id] = true
-			if _, ok := s.instances[id]; !ok {
-				missing = append(missing, id)
-			}
-			candidates = append(candidates, id)
-		}
-		if len(missing) > 0 {
-			return nil, errInstanceNotFound(missing...)
-		}
-	} else {
-		for id := range s.instances {
-			candidates = append(candidates, id)
-		}
-	}
-	var selected []string
-	for _, id := range candidates {
-		in := s.instances[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
+			return nil
+		},
+		exists: func(id string) bool {
+			_, ok := s.instances[id]
+			return ok
+		},
+		notFound: errInstanceNotFound,
+		all:      func() []string { return mapKeys(s.instances) },
+		values: func(id, name string) ([]string, bool) {
+			in := s.instances[id]
 			switch name {
 			case "instance-id":
 				return []string{in.ID}, true
@@ -175,24 +157,11 @@ func (s *Server) describeInstances(r *request) (any, *apiError) {
 				return out, true
 			}
 			return nil, false
-		})
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			selected = append(selected, id)
-		}
-	}
-	p, aerr := readPaging(r.form, 5, 1000, len(ids) > 0)
+		},
+	}.page(r, 5, 1000)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	page, next := pageOf(selected, p)
 	out := &describeInstancesResponse{NextToken: next}
 	for _, id := range page {
 		// One reservation per instance, as when each was launched on its own.
@@ -248,39 +217,25 @@ func (s *Server) describeInstanceTypes(r *request) (any, *apiError) {
 		return nil, aerr
 	}
 	if len(names) == 0 {
-		for n := range instanceTypes {
-			names = append(names, n)
-		}
+		names = mapKeys(instanceTypes)
 	}
-	var selected []string
-	for _, n := range names {
-		it := instanceTypes[n]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
-			switch name {
-			case "instance-type":
-				return []string{n}, true
-			case "hypervisor":
-				return []string{it.hypervisor}, true
-			}
-			return nil, false
-		})
-		if aerr != nil {
-			return nil, aerr
+	// Named types are taken as given, repeats included.
+	selected, aerr := matching(names, filters, func(n, name string) ([]string, bool) {
+		switch name {
+		case "instance-type":
+			return []string{n}, true
+		case "hypervisor":
+			return []string{instanceTypes[n].hypervisor}, true
 		}
-		if ok {
-			selected = append(selected, n)
-		}
-	}
-	p, aerr := readPaging(r.form, 5, 100, false)
+		return nil, false
+	})
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	page, next, aerr := r.page(selected, 5, 100, false)
+	if aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
-	page, next := pageOf(selected, p)
 	out := &describeInstanceTypesResponse{NextToken: next}
 	for _, n := range page {
 		it := instanceTypes[n]

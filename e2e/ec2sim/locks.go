@@ -48,15 +48,9 @@ type lockSnapshotResponse struct {
 func (s *Server) lockSnapshot(r *request) (any, *apiError) {
 	f := r.form
 	id := f.str("SnapshotId")
-	if id == "" {
-		return nil, errMissing("snapshotId")
-	}
-	if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
+	sn, aerr := s.lookupSnapshot(id, "snapshotId")
+	if aerr != nil {
 		return nil, aerr
-	}
-	sn := s.st.Snapshots[id]
-	if sn == nil {
-		return nil, errSnapshotNotFound(id)
 	}
 	mode := f.str("LockMode")
 	switch mode {
@@ -115,10 +109,8 @@ func (s *Server) lockSnapshot(r *request) (any, *apiError) {
 			lock.CoolOffHours, lock.CoolOffEndsOn = old.CoolOffHours, old.CoolOffEndsOn
 		}
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	sn.Lock = lock
 	r.mutated = true
@@ -138,15 +130,9 @@ type unlockSnapshotResponse struct {
 
 func (s *Server) unlockSnapshot(r *request) (any, *apiError) {
 	id := r.form.str("SnapshotId")
-	if id == "" {
-		return nil, errMissing("snapshotId")
-	}
-	if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
+	sn, aerr := s.lookupSnapshot(id, "snapshotId")
+	if aerr != nil {
 		return nil, aerr
-	}
-	sn := s.st.Snapshots[id]
-	if sn == nil {
-		return nil, errSnapshotNotFound(id)
 	}
 	if sn.Lock == nil || sn.Lock.state(r.now) == "expired" {
 		return nil, errIncorrectState("Snapshot %s is not locked.", id)
@@ -154,10 +140,8 @@ func (s *Server) unlockSnapshot(r *request) (any, *apiError) {
 	if !sn.Lock.changeable(r.now) {
 		return nil, errIncorrectState("Snapshot %s is locked in compliance mode after its cooling-off period and can't be unlocked.", id)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	sn.Lock = nil
 	r.mutated = true

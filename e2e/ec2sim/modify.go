@@ -27,18 +27,12 @@ type modifyVolumeResponse struct {
 func (s *Server) modifyVolume(r *request) (any, *apiError) {
 	f := r.form
 	id := f.str("VolumeId")
-	if id == "" {
-		return nil, errMissing("volumeId")
-	}
-	if aerr := checkIDs([]string{id}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+	v, aerr := s.lookupVolume(id, "volumeId")
+	if aerr != nil {
 		return nil, aerr
 	}
-	v := s.st.Volumes[id]
-	if v == nil {
-		return nil, errVolumeNotFound(id)
-	}
-	if st := v.status(r.now); st == "creating" {
-		return nil, errIncorrectState("Volume '%s' is in the '%s' state.", id, st)
+	if aerr := notCreating(v, r.now); aerr != nil {
+		return nil, aerr
 	}
 	var last *modification
 	if n := len(v.Modifications); n > 0 {
@@ -87,10 +81,8 @@ func (s *Server) modifyVolume(r *request) (any, *apiError) {
 	if sp.Size == v.Size && sp.Type == v.Type && iops == v.Iops && tput == v.Throughput && sp.MultiAttach == v.MultiAttach {
 		return nil, errCombination("New configuration is the same as the existing configuration of volume %s.", id)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	m := &modification{
 		StartTime:    r.now,
@@ -115,50 +107,33 @@ type describeVolumesModificationsResponse struct {
 }
 
 func (s *Server) describeVolumesModifications(r *request) (any, *apiError) {
-	f := r.form
-	ids := f.list("VolumeId")
-	if aerr := checkIDs(ids, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
-		return nil, aerr
-	}
-	filters, aerr := f.filters()
-	if aerr != nil {
-		return nil, aerr
-	}
-	var candidates []string
-	if len(ids) > 0 {
-		var missing, unmodified []string
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
-			}
-			seen[id] = true
-			switch v := s.st.Volumes[id]; {
-			case v == nil:
-				missing = append(missing, id)
-			case len(v.Modifications) == 0:
-				unmodified = append(unmodified, id)
-			}
-			candidates = append(candidates, id)
-		}
-		if len(missing) > 0 {
-			return nil, errVolumeNotFound(missing...)
-		}
-		if len(unmodified) > 0 {
-			return nil, errNotFound("InvalidVolumeModification.NotFound", "modification for volume", unmodified)
-		}
-	} else {
-		for id, v := range s.st.Volumes {
-			if len(v.Modifications) > 0 {
-				candidates = append(candidates, id)
-			}
-		}
-	}
-	var selected []string
-	for _, id := range candidates {
+	latest := func(id string) *modification {
 		v := s.st.Volumes[id]
-		m := v.Modifications[len(v.Modifications)-1]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
+		return v.Modifications[len(v.Modifications)-1]
+	}
+	modified := func(id string) bool { return len(s.st.Volumes[id].Modifications) > 0 }
+	page, next, aerr := selection{
+		param:    "VolumeId",
+		check:    func(ids []string) *apiError { return checkIDs(ids, "vol", "InvalidVolumeID.Malformed") },
+		exists:   func(id string) bool { return s.st.Volumes[id] != nil },
+		notFound: errVolumeNotFound,
+		named: func(ids []string) *apiError {
+			if unmodified := missingIDs(ids, modified); len(unmodified) > 0 {
+				return errNotFound("InvalidVolumeModification.NotFound", "modification for volume", unmodified)
+			}
+			return nil
+		},
+		all: func() []string {
+			var ids []string
+			for id := range s.st.Volumes {
+				if modified(id) {
+					ids = append(ids, id)
+				}
+			}
+			return ids
+		},
+		values: func(id, name string) ([]string, bool) {
+			m := latest(id)
 			switch name {
 			case "volume-id":
 				return []string{id}, true
@@ -172,28 +147,14 @@ func (s *Server) describeVolumesModifications(r *request) (any, *apiError) {
 				return []string{ts(m.StartTime)}, true
 			}
 			return nil, false
-		})
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			selected = append(selected, id)
-		}
-	}
-	p, aerr := readPaging(f, 1, 500, len(ids) > 0)
+		},
+	}.page(r, 1, 500)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	page, next := pageOf(selected, p)
 	out := &describeVolumesModificationsResponse{NextToken: next}
 	for _, id := range page {
-		v := s.st.Volumes[id]
-		out.Modifications = append(out.Modifications, s.modificationXML(id, v.Modifications[len(v.Modifications)-1], r.now))
+		out.Modifications = append(out.Modifications, s.modificationXML(id, latest(id), r.now))
 	}
 	return out, nil
 }

@@ -5,13 +5,18 @@ import (
 	"time"
 )
 
+// snapshotProgress is a snapshot's progress as EC2 writes it, a percentage.
+func snapshotProgress(sn *snapshot, now time.Time) string {
+	return strconv.FormatInt(progressBetween(sn.StartTime, sn.CompleteAt, now), 10) + "%"
+}
+
 func (s *Server) snapshotXML(sn *snapshot, now time.Time) xSnapshot {
 	return xSnapshot{
 		SnapshotID:  sn.ID,
 		VolumeID:    sn.VolumeID,
 		Status:      sn.status(now),
 		StartTime:   ts(sn.StartTime),
-		Progress:    strconv.FormatInt(progressBetween(sn.StartTime, sn.CompleteAt, now), 10) + "%",
+		Progress:    snapshotProgress(sn, now),
 		OwnerID:     s.cfg.AccountID,
 		VolumeSize:  sn.VolumeSize,
 		Description: sn.Description,
@@ -26,18 +31,12 @@ func (s *Server) snapshotXML(sn *snapshot, now time.Time) xSnapshot {
 func (s *Server) createSnapshot(r *request) (any, *apiError) {
 	f := r.form
 	id := f.str("VolumeId")
-	if id == "" {
-		return nil, errMissing("volumeId")
-	}
-	if aerr := checkIDs([]string{id}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+	v, aerr := s.lookupVolume(id, "volumeId")
+	if aerr != nil {
 		return nil, aerr
 	}
-	v := s.st.Volumes[id]
-	if v == nil {
-		return nil, errVolumeNotFound(id)
-	}
-	if st := v.status(r.now); st == "creating" {
-		return nil, errIncorrectState("Volume '%s' is in the '%s' state.", id, st)
+	if aerr := notCreating(v, r.now); aerr != nil {
+		return nil, aerr
 	}
 	desc := f.str("Description")
 	if len(desc) > 255 {
@@ -47,10 +46,8 @@ func (s *Server) createSnapshot(r *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	sn := &snapshot{
 		ID: newID("snap"), VolumeID: id, VolumeSize: v.Size, Description: desc, Encrypted: v.Encrypted,
@@ -74,82 +71,24 @@ type describeSnapshotsResponse struct {
 }
 
 func (s *Server) describeSnapshots(r *request) (any, *apiError) {
-	f := r.form
-	ids := f.list("SnapshotId")
-	if aerr := checkIDs(ids, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
-		return nil, aerr
-	}
-	filters, aerr := f.filters()
-	if aerr != nil {
-		return nil, aerr
-	}
-	owners := f.list("Owner")
+	owners := r.form.list("Owner")
 	ownedByUs := len(owners) == 0 || contains(owners, "self") || contains(owners, s.cfg.AccountID)
-	var candidates []string
-	if len(ids) > 0 {
-		var missing []string
-		seen := map[string]bool{}
-		for _, id := range ids {
-			if seen[id] {
-				continue
+	page, next, aerr := selection{
+		param:    "SnapshotId",
+		check:    func(ids []string) *apiError { return checkIDs(ids, "snap", "InvalidSnapshotID.Malformed") },
+		exists:   func(id string) bool { return s.st.Snapshots[id] != nil },
+		notFound: errSnapshotNotFound,
+		all: func() []string {
+			if !ownedByUs {
+				return nil
 			}
-			seen[id] = true
-			if s.st.Snapshots[id] == nil {
-				missing = append(missing, id)
-			}
-			candidates = append(candidates, id)
-		}
-		if len(missing) > 0 {
-			return nil, errSnapshotNotFound(missing...)
-		}
-	} else if ownedByUs {
-		for id := range s.st.Snapshots {
-			candidates = append(candidates, id)
-		}
-	}
-	var selected []string
-	for _, id := range candidates {
-		sn := s.st.Snapshots[id]
-		ok, aerr := matchFilters(filters, func(name string) ([]string, bool) {
-			switch name {
-			case "snapshot-id":
-				return []string{sn.ID}, true
-			case "volume-id":
-				return []string{sn.VolumeID}, true
-			case "status":
-				return []string{sn.status(r.now)}, true
-			case "volume-size":
-				return []string{strconv.FormatInt(sn.VolumeSize, 10)}, true
-			case "owner-id":
-				return []string{s.cfg.AccountID}, true
-			case "description":
-				return []string{sn.Description}, true
-			case "encrypted":
-				return []string{boolString(sn.Encrypted)}, true
-			case "start-time":
-				return []string{ts(sn.StartTime)}, true
-			case "progress":
-				return []string{strconv.FormatInt(progressBetween(sn.StartTime, sn.CompleteAt, r.now), 10) + "%"}, true
-			}
-			return tagFilterValues(sn.Tags, name)
-		})
-		if aerr != nil {
-			return nil, aerr
-		}
-		if ok {
-			selected = append(selected, id)
-		}
-	}
-	p, aerr := readPaging(f, 5, 1000, len(ids) > 0)
+			return mapKeys(s.st.Snapshots)
+		},
+		values: func(id, name string) ([]string, bool) { return s.snapshotFilterValues(s.st.Snapshots[id], name, r.now) },
+	}.page(r, 5, 1000)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	page, next := pageOf(selected, p)
 	out := &describeSnapshotsResponse{NextToken: next}
 	for _, id := range page {
 		out.Snapshots = append(out.Snapshots, s.snapshotXML(s.st.Snapshots[id], r.now))
@@ -157,25 +96,41 @@ func (s *Server) describeSnapshots(r *request) (any, *apiError) {
 	return out, nil
 }
 
+func (s *Server) snapshotFilterValues(sn *snapshot, name string, now time.Time) ([]string, bool) {
+	switch name {
+	case "snapshot-id":
+		return []string{sn.ID}, true
+	case "volume-id":
+		return []string{sn.VolumeID}, true
+	case "status":
+		return []string{sn.status(now)}, true
+	case "volume-size":
+		return []string{strconv.FormatInt(sn.VolumeSize, 10)}, true
+	case "owner-id":
+		return []string{s.cfg.AccountID}, true
+	case "description":
+		return []string{sn.Description}, true
+	case "encrypted":
+		return []string{boolString(sn.Encrypted)}, true
+	case "start-time":
+		return []string{ts(sn.StartTime)}, true
+	case "progress":
+		return []string{snapshotProgress(sn, now)}, true
+	}
+	return tagFilterValues(sn.Tags, name)
+}
+
 func (s *Server) deleteSnapshot(r *request) (any, *apiError) {
 	id := r.form.str("SnapshotId")
-	if id == "" {
-		return nil, errMissing("snapshotId")
-	}
-	if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
+	sn, aerr := s.lookupSnapshot(id, "snapshotId")
+	if aerr != nil {
 		return nil, aerr
-	}
-	sn := s.st.Snapshots[id]
-	if sn == nil {
-		return nil, errSnapshotNotFound(id)
 	}
 	if sn.Lock != nil && sn.Lock.state(r.now) != "expired" {
 		return nil, errSnapshotLocked(id, sn.Lock)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	if err := removeFile(s.snapshotPath(id)); err != nil {
 		s.log.Error(err, "Removing snapshot file", "snapshot", id)
@@ -234,10 +189,8 @@ func (s *Server) enableFastSnapshotRestores(r *request) (any, *apiError) {
 	if len(ids) == 0 {
 		return nil, errMissing("sourceSnapshotIdSet")
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	out := &enableFSRResponse{}
 	for _, id := range ids {

@@ -60,10 +60,8 @@ func (s *Server) createTags(r *request) (any, *apiError) {
 			return nil, newError(http.StatusBadRequest, "TagLimitExceeded", "The maximum number of tags per resource is 50.")
 		}
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	for _, l := range lists {
 		*l = setTags(*l, add)
@@ -92,10 +90,8 @@ func (s *Server) deleteTags(r *request) (any, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	for _, l := range lists {
 		if len(del) == 0 {

@@ -62,7 +62,7 @@ func (s *Server) volumeStatusXML(v *volume, now time.Time) xVolumeStatusItem {
 }
 
 func (s *Server) describeVolumeStatus(r *request) (any, *apiError) {
-	ids, idsGiven, aerr := s.selectVolumes(r, func(v *volume, name string) ([]string, bool) {
+	page, next, aerr := s.volumeSelection(func(v *volume, name string) ([]string, bool) {
 		switch name {
 		case "volume-id":
 			return []string{v.ID}, true
@@ -78,20 +78,10 @@ func (s *Server) describeVolumeStatus(r *request) (any, *apiError) {
 			return []string{st}, true
 		}
 		return nil, false
-	})
+	}).page(r, 5, 1000)
 	if aerr != nil {
 		return nil, aerr
 	}
-	p, aerr := readPaging(r.form, 5, 1000, idsGiven)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	page, next := pageOf(ids, p)
 	out := &describeVolumeStatusResponse{NextToken: next}
 	for _, id := range page {
 		out.Statuses = append(out.Statuses, s.volumeStatusXML(s.st.Volumes[id], r.now))

@@ -131,12 +131,8 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 	_, sizeSet, _ := f.integer("Size")
 	var src *snapshot
 	if id := f.str("SnapshotId"); id != "" {
-		if aerr := checkIDs([]string{id}, "snap", "InvalidSnapshotID.Malformed"); aerr != nil {
+		if src, aerr = s.lookupSnapshot(id, "snapshotId"); aerr != nil {
 			return nil, aerr
-		}
-		src = s.st.Snapshots[id]
-		if src == nil {
-			return nil, errSnapshotNotFound(id)
 		}
 		if src.status(r.now) != "completed" {
 			return nil, errIncorrectState("Snapshot is in invalid state - %s", src.status(r.now))
@@ -161,14 +157,10 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 	if kms != "" && !encrypted {
 		return nil, newError(http.StatusBadRequest, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
 	}
-	if src != nil && src.Encrypted {
-		encrypted = true
-		if kms == "" {
-			kms = src.KmsKeyID
-		}
-	}
-	if encrypted && kms == "" {
-		kms = s.defaultKMSKey()
+	if src != nil {
+		encrypted, kms = s.encryption(encrypted, kms, src.Encrypted, src.KmsKeyID)
+	} else {
+		encrypted, kms = s.encryption(encrypted, kms, false, "")
 	}
 	outpost := f.str("OutpostArn")
 	if outpost != "" && !strings.HasPrefix(outpost, "arn:aws:outposts:") {
@@ -184,19 +176,12 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 			return nil, errInvalidValue("Volume initialization rate of %d MiB/s is invalid; it must be between 100 and 300 MiB/s.", rate)
 		}
 	}
-	tags, aerr := f.tagSpecs("volume")
+	tags, prev, aerr := s.beginNewVolume(r)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	if id, aerr := s.checkToken(f); aerr != nil {
-		return nil, aerr
-	} else if id != "" {
-		x := s.volumeXML(s.st.Volumes[id], r.now)
+	if prev != nil {
+		x := s.volumeXML(prev, r.now)
 		return &x, nil
 	}
 
@@ -218,13 +203,53 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 		s.log.Error(err, "Creating volume file", "volume", v.ID)
 		return nil, errInternal()
 	}
-	s.st.Volumes[v.ID] = v
-	if tok := f.str("ClientToken"); tok != "" {
-		s.st.Tokens[tok] = clientToken{ResourceID: v.ID, Params: tokenParams(f)}
-	}
-	r.mutated = true
+	s.addVolume(r, v)
 	x := s.volumeXML(v, r.now)
 	return &x, nil
+}
+
+// encryption settles a new volume's encryption: one made from an encrypted source is encrypted, with the source's key
+// unless one is given, and an encrypted volume without a key gets the account's default key.
+func (s *Server) encryption(encrypted bool, kms string, srcEncrypted bool, srcKMS string) (bool, string) {
+	if srcEncrypted {
+		encrypted = true
+		if kms == "" {
+			kms = srcKMS
+		}
+	}
+	if encrypted && kms == "" {
+		kms = s.defaultKMSKey()
+	}
+	return encrypted, kms
+}
+
+// beginNewVolume does the last steps before a volume is made: it reads the new volume's tags, stops a dry run,
+// and finds the volume an earlier request with the same ClientToken made (nil if there is none).
+func (s *Server) beginNewVolume(r *request) ([]tag, *volume, *apiError) {
+	tags, aerr := r.form.tagSpecs("volume")
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	if aerr := r.stopIfDryRun(); aerr != nil {
+		return nil, nil, aerr
+	}
+	id, aerr := s.checkToken(r.form)
+	if aerr != nil {
+		return nil, nil, aerr
+	}
+	if id == "" {
+		return tags, nil, nil
+	}
+	return tags, s.st.Volumes[id], nil
+}
+
+// addVolume stores a new volume and, when the request carries a ClientToken, remembers it for idempotency.
+func (s *Server) addVolume(r *request, v *volume) {
+	s.st.Volumes[v.ID] = v
+	if tok := r.form.str("ClientToken"); tok != "" {
+		s.st.Tokens[tok] = clientToken{ResourceID: v.ID, Params: tokenParams(r.form)}
+	}
+	r.mutated = true
 }
 
 func (s *Server) defaultKMSKey() string {
@@ -259,18 +284,12 @@ type copyVolumesResponse struct {
 func (s *Server) copyVolumes(r *request) (any, *apiError) {
 	f := r.form
 	srcID := f.str("SourceVolumeId")
-	if srcID == "" {
-		return nil, errMissing("sourceVolumeId")
-	}
-	if aerr := checkIDs([]string{srcID}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+	src, aerr := s.lookupVolume(srcID, "sourceVolumeId")
+	if aerr != nil {
 		return nil, aerr
 	}
-	src := s.st.Volumes[srcID]
-	if src == nil {
-		return nil, errVolumeNotFound(srcID)
-	}
-	if st := src.status(r.now); st == "creating" {
-		return nil, errIncorrectState("Volume '%s' is in the '%s' state.", srcID, st)
+	if aerr := notCreating(src, r.now); aerr != nil {
+		return nil, aerr
 	}
 	sp, aerr := readSpec(f)
 	if aerr != nil {
@@ -304,27 +323,14 @@ func (s *Server) copyVolumes(r *request) (any, *apiError) {
 		if _, set := f.get("Encrypted"); set && !encrypted {
 			return nil, errCombination("A copy of an encrypted volume must be encrypted.")
 		}
-		encrypted = true
-		if kms == "" {
-			kms = src.KmsKeyID
-		}
 	}
-	if encrypted && kms == "" {
-		kms = s.defaultKMSKey()
-	}
-	tags, aerr := f.tagSpecs("volume")
+	encrypted, kms = s.encryption(encrypted, kms, src.Encrypted, src.KmsKeyID)
+	tags, prev, aerr := s.beginNewVolume(r)
 	if aerr != nil {
 		return nil, aerr
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
-		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
-	}
-	if id, aerr := s.checkToken(f); aerr != nil {
-		return nil, aerr
-	} else if id != "" {
-		return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(s.st.Volumes[id], r.now)}}, nil
+	if prev != nil {
+		return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(prev, r.now)}}, nil
 	}
 	v := &volume{
 		ID: newID("vol"), Zone: src.Zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,
@@ -336,33 +342,21 @@ func (s *Server) copyVolumes(r *request) (any, *apiError) {
 		s.log.Error(err, "Copying volume file", "source", src.ID, "volume", v.ID)
 		return nil, errInternal()
 	}
-	s.st.Volumes[v.ID] = v
-	if tok := f.str("ClientToken"); tok != "" {
-		s.st.Tokens[tok] = clientToken{ResourceID: v.ID, Params: tokenParams(f)}
-	}
-	r.mutated = true
+	s.addVolume(r, v)
 	return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(v, r.now)}}, nil
 }
 
 func (s *Server) deleteVolume(r *request) (any, *apiError) {
 	id := r.form.str("VolumeId")
-	if id == "" {
-		return nil, errMissing("volumeId")
-	}
-	if aerr := checkIDs([]string{id}, "vol", "InvalidVolumeID.Malformed"); aerr != nil {
+	v, aerr := s.lookupVolume(id, "volumeId")
+	if aerr != nil {
 		return nil, aerr
-	}
-	v := s.st.Volumes[id]
-	if v == nil {
-		return nil, errVolumeNotFound(id)
 	}
 	if len(v.Attachments) > 0 {
 		return nil, newError(http.StatusBadRequest, "VolumeInUse", "Volume %s is currently attached to %s", id, v.Attachments[0].InstanceID)
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	if err := removeFile(s.volumePath(id)); err != nil {
 		s.log.Error(err, "Removing volume file", "volume", id)

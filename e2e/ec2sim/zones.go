@@ -68,10 +68,8 @@ func (s *Server) describeAvailabilityZones(r *request) (any, *apiError) {
 			})
 		}
 	}
-	if dry, aerr := r.dryRun(); aerr != nil {
+	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
-	} else if dry {
-		return nil, errDryRun()
 	}
 	return out, nil
 }
