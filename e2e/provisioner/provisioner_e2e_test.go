@@ -68,7 +68,8 @@ func TestE2EProvisioner(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	prov := startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
+	prov := startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata",
+		"--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s")
 
 	t.Run("immediate claim is bound with topology in node affinity", func(t *testing.T) {
 		pvc := createClaim(t, kube, claim(ns, "immediate", "immediate", "1Gi"))
@@ -182,11 +183,31 @@ func TestE2EProvisioner(t *testing.T) {
 		}
 	})
 
+	t.Run("CSIStorageCapacity per zone for the WaitForFirstConsumer class", func(t *testing.T) {
+		waitFor(t, 30*time.Second, "two CSIStorageCapacity objects", func() (bool, error) {
+			list, err := kube.StorageV1().CSIStorageCapacities(namespace).List(ctx, metav1.ListOptions{
+				LabelSelector: "csi.storage.k8s.io/drivername=" + driverName + ",csi.storage.k8s.io/managed-by=external-provisioner",
+			})
+			if err != nil {
+				return false, err
+			}
+			zones := map[string]bool{}
+			for _, o := range list.Items {
+				if o.StorageClassName != "late" || o.Capacity == nil || o.Capacity.Value() != 100<<30 || o.NodeTopology == nil {
+					return false, nil
+				}
+				zones[o.NodeTopology.MatchLabels[zoneKey]] = true
+			}
+			return len(list.Items) == 2 && zones["zone-a"] && zones["zone-b"], nil
+		})
+	})
+
 	t.Run("metrics and leader election health", func(t *testing.T) {
 		body := httpGet(t, prov.httpURL+"/metrics")
 		for _, m := range []string{
 			"controller_persistentvolumeclaim_provision_total", "controller_persistentvolume_delete_total",
 			"csi_sidecar_operations_seconds", "workqueue_adds_total", "leader_election_master_status",
+			"csistoragecapacities_desired_goal",
 		} {
 			if !strings.Contains(body, m) {
 				t.Errorf("/metrics lacks %s", m)
@@ -265,6 +286,50 @@ func TestE2EProvisioner(t *testing.T) {
 			t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
 		}
 		close(release)
+	})
+
+	t.Run("CreateVolume times out, claim deleted: the volume made after the timeout is deleted", func(t *testing.T) {
+		// The previous subtest's provisioner is gone (SIGKILL at its end); this one times out calls after 2s.
+		startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata", "--timeout=2s")
+		timedOut := make(chan struct{})
+		drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
+			if r, ok := req.(*csi.CreateVolumeRequest); ok && method == csimock.CreateVolume && r.Parameters["csi.storage.k8s.io/pvc/name"] == "slow" {
+				// Outlast the caller's timeout, then make the volume anyway.
+				<-ctx.Done()
+				select {
+				case timedOut <- struct{}{}:
+				default:
+				}
+			}
+			return nil
+		})
+		t.Cleanup(func() { drv.SetBeforeCall(nil) })
+		pvc := createClaim(t, kube, claim(ns, "slow", "immediate", "1Gi"))
+		select {
+		case <-timedOut:
+		case <-time.After(60 * time.Second):
+			t.Fatal("CreateVolume never timed out")
+		}
+		// The hook stays until the claim is deleted: every retry times out the same way, so the claim cannot
+		// get bound first.
+		volName := "pvc-" + string(pvc.UID)
+		waitFor(t, 30*time.Second, "the timed-out call's volume in the driver", func() (bool, error) {
+			return countVolumes(drv, volName) == 1, nil
+		})
+		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		drv.SetBeforeCall(nil)
+		waitFor(t, 90*time.Second, "claim gone", func() (bool, error) {
+			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if n := countVolumes(drv, volName); n != 0 {
+			t.Errorf("volume %s leaked after a timeout and a deletion", volName)
+		}
+		if _, err := kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
+		}
 	})
 
 	t.Run("nothing left in the driver", func(t *testing.T) {

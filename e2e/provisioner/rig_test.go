@@ -55,9 +55,19 @@ func repoRoot(t testing.TB) string {
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binPath   string
 	buildErr  error
 )
+
+// TestMain removes the built binary after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // provisionerBinary builds csi-provisioner once per test binary.
 func provisionerBinary(t testing.TB) string {
@@ -68,6 +78,7 @@ func provisionerBinary(t testing.TB) string {
 			buildErr = err
 			return
 		}
+		binDir = dir
 		binPath = filepath.Join(dir, "csi-provisioner")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/csi-provisioner")
 		cmd.Dir = filepath.Join(repoRoot(t), "provisioner")
@@ -135,6 +146,8 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 	p.cmd = exec.Command(provisionerBinary(t), args...)
 	p.cmd.Stdout = lockedWriter{p.mu, p.log}
 	p.cmd.Stderr = lockedWriter{p.mu, p.log}
+	// NAMESPACE is what a pod spec passes down for --enable-capacity.
+	p.cmd.Env = append(os.Environ(), "NAMESPACE="+namespace)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
