@@ -3,6 +3,7 @@ package capacity
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -21,12 +22,13 @@ import (
 
 // fakeCapacity answers GetCapacity with bytes per zone.
 type fakeCapacity struct {
+	mu      sync.Mutex
 	perZone map[string]int64
-	calls   int
 }
 
 func (f *fakeCapacity) GetCapacity(_ context.Context, req *csi.GetCapacityRequest, _ ...grpc.CallOption) (*csi.GetCapacityResponse, error) {
-	f.calls++
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	return &csi.GetCapacityResponse{AvailableCapacity: f.perZone[req.GetAccessibleTopology().GetSegments()["zone"]]}, nil
 }
 
