@@ -51,13 +51,14 @@ type Config struct {
 
 // Controller connects informers, queues and the Syncer.
 type Controller struct {
-	cfg     Config
-	s       Syncer
-	claims  corelisters.PersistentVolumeClaimLister
-	volumes corelisters.PersistentVolumeLister
-	claimQ  workqueue.Queue[string]
-	volumeQ workqueue.Queue[string]
-	cloneQ  workqueue.Queue[string]
+	cfg        Config
+	s          Syncer
+	claims     corelisters.PersistentVolumeClaimLister
+	volumes    corelisters.PersistentVolumeLister
+	claimIndex cache.Indexer
+	claimQ     workqueue.Queue[string]
+	volumeQ    workqueue.Queue[string]
+	cloneQ     workqueue.Queue[string]
 }
 
 // Queues are the controller's three work queues, made by the caller (shared/workqueue.New) so their metrics
@@ -74,6 +75,11 @@ func New(cfg Config, s Syncer, inf Informers, q Queues) (*Controller, error) {
 		volumes: corelisters.NewPersistentVolumeLister(inf.Volumes.GetIndexer()),
 		claimQ:  q.Claims, volumeQ: q.Volumes, cloneQ: q.CloneSources,
 	}
+	// Clones wait for their source to be bound; this index finds them when it is, instead of their backoff.
+	if err := inf.Claims.AddIndexers(cache.Indexers{cloneSourceIndex: cloneSourceKeys}); err != nil {
+		return nil, fmt.Errorf("add clone source index: %w", err)
+	}
+	c.claimIndex = inf.Claims.GetIndexer()
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandlerFuncs
@@ -172,6 +178,51 @@ func (c *Controller) claimChanged(o any) {
 		}
 	}
 	c.enqueueCloneSources(claim)
+	if claim.Status.Phase == v1.ClaimBound {
+		c.enqueueWaitingClones(claim)
+	}
+}
+
+const cloneSourceIndex = "cloneSource"
+
+// cloneSourceKeys indexes a claim by the "namespace/name" of the PVC it clones.
+func cloneSourceKeys(o any) ([]string, error) {
+	claim, ok := o.(*v1.PersistentVolumeClaim)
+	if !ok {
+		return nil, nil
+	}
+	if name := cloneSourceName(claim); name != "" {
+		return []string{claim.Namespace + "/" + name}, nil
+	}
+	return nil, nil
+}
+
+// cloneSourceName is the PVC a claim clones, or "".
+func cloneSourceName(claim *v1.PersistentVolumeClaim) string {
+	if ref := claim.Spec.DataSourceRef; ref != nil {
+		if ref.Kind == "PersistentVolumeClaim" && (ref.APIGroup == nil || *ref.APIGroup == "") &&
+			(ref.Namespace == nil || *ref.Namespace == claim.Namespace) {
+			return ref.Name
+		}
+		return ""
+	}
+	if ds := claim.Spec.DataSource; ds != nil && ds.Kind == "PersistentVolumeClaim" && (ds.APIGroup == nil || *ds.APIGroup == "") {
+		return ds.Name
+	}
+	return ""
+}
+
+// enqueueWaitingClones queues the unbound clones of a claim that just got bound.
+func (c *Controller) enqueueWaitingClones(source *v1.PersistentVolumeClaim) {
+	clones, err := c.claimIndex.ByIndex(cloneSourceIndex, source.Namespace+"/"+source.Name)
+	if err != nil {
+		return
+	}
+	for _, o := range clones {
+		if clone, ok := o.(*v1.PersistentVolumeClaim); ok && clone.Spec.VolumeName == "" && c.s.IsOurs(clone) {
+			c.claimQ.Add(clone.Namespace + "/" + clone.Name)
+		}
+	}
 }
 
 func (c *Controller) claimDeleted(o any) {
@@ -193,12 +244,8 @@ func (c *Controller) enqueueCloneSources(claim *v1.PersistentVolumeClaim) {
 			c.cloneQ.Add(claim.Namespace + "/" + claim.Name)
 		}
 	}
-	ref := claim.Spec.DataSourceRef
-	if ref != nil && ref.Kind == "PersistentVolumeClaim" && (ref.APIGroup == nil || *ref.APIGroup == "") &&
-		(ref.Namespace == nil || *ref.Namespace == claim.Namespace) {
-		c.cloneQ.Add(claim.Namespace + "/" + ref.Name)
-	} else if ds := claim.Spec.DataSource; ref == nil && ds != nil && ds.Kind == "PersistentVolumeClaim" && (ds.APIGroup == nil || *ds.APIGroup == "") {
-		c.cloneQ.Add(claim.Namespace + "/" + ds.Name)
+	if name := cloneSourceName(claim); name != "" {
+		c.cloneQ.Add(claim.Namespace + "/" + name)
 	}
 }
 

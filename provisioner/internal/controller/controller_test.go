@@ -168,3 +168,22 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 		return fmt.Sprint(r.forgotten) == "[pv-uid]"
 	})
 }
+
+// A clone whose source is not bound yet fails and backs off; the source's binding requeues it at once.
+func TestSourceBindingRequeuesClones(t *testing.T) {
+	r := newRecorder()
+	src := testutil.Claim("ns", "src", "uid-src", "fast", "1Gi")
+	clone := testutil.Claim("ns", "clone", "uid-clone", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
+	})
+	kube := fake.NewClientset(src, clone)
+	start(t, r, kube)
+	eventually(t, "first sync of the clone", func() bool { return r.count(r.claims, "clone") == 1 })
+	bound := src.DeepCopy()
+	bound.Status.Phase = v1.ClaimBound
+	bound.Spec.VolumeName = "pv-src"
+	if _, err := kube.CoreV1().PersistentVolumeClaims("ns").Update(context.Background(), bound, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "clone requeued by the binding of its source", func() bool { return r.count(r.claims, "clone") == 2 })
+}

@@ -84,7 +84,7 @@ func (p *Provisioner) planCreate(ctx context.Context, claim *v1.PersistentVolume
 	if err := p.planAttributesClass(claim, plan); err != nil {
 		return nil, err
 	}
-	if err := p.planSource(ctx, claim, class, plan, size.Value()); err != nil {
+	if err := p.planSource(ctx, claim, plan, size.Value()); err != nil {
 		return nil, err
 	}
 	return plan, nil

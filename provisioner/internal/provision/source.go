@@ -4,7 +4,6 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 )
 
 const snapshotGroup = "snapshot.storage.k8s.io"
@@ -49,7 +48,7 @@ func sourceOf(claim *v1.PersistentVolumeClaim) claimSource {
 }
 
 // planSource adds the content source to the request after checking the source can be used.
-func (p *Provisioner) planSource(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, plan *createPlan, size int64) error {
+func (p *Provisioner) planSource(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, size int64) error {
 	src := sourceOf(claim)
 	plan.source, plan.sourceName = src.kind, src.name
 	switch src.kind {
