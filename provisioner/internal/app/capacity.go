@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/capacity"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -29,7 +29,7 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 	if ns == "" {
 		return nil, errors.New("--enable-capacity needs the NAMESPACE environment variable")
 	}
-	capCfg := rest.CopyConfig(protobuf(d.restCfg))
+	capCfg := kubeclient.ForCore(d.restCfg)
 	capCfg.QPS, capCfg.Burst = float32(cfg.KubeAPICapacityQPS), cfg.KubeAPICapacityBurst
 	kube, err := kubernetes.NewForConfig(capCfg)
 	if err != nil {

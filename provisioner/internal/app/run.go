@@ -20,14 +20,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -36,8 +33,10 @@ import (
 	"github.com/stowage-csi/stowage/provisioner/internal/metrics"
 	"github.com/stowage-csi/stowage/provisioner/internal/provision"
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/events"
 	"github.com/stowage-csi/stowage/shared/flags"
 	"github.com/stowage-csi/stowage/shared/httpserver"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/leaderelection"
 	sharedmetrics "github.com/stowage-csi/stowage/shared/metrics"
 	"github.com/stowage-csi/stowage/shared/version"
@@ -66,12 +65,12 @@ func Run(ctx context.Context, cfg *Config) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(protobuf(restCfg))
+	kube, err := kubernetes.NewForConfig(kubeclient.ForCore(restCfg))
 	if err != nil {
 		return fmt.Errorf("kube client: %w", err)
 	}
 	// Custom resources speak JSON only.
-	snaps, err := snapclient.NewForConfig(restCfg)
+	snaps, err := snapclient.NewForConfig(kubeclient.ForCRDs(restCfg))
 	if err != nil {
 		return fmt.Errorf("snapshot client: %w", err)
 	}
@@ -108,7 +107,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 
 	// The lease gets a client of its own, so a throttled main client cannot starve renewals.
-	leaseClient, err := kubernetes.NewForConfig(protobuf(restCfg))
+	leaseClient, err := kubernetes.NewForConfig(kubeclient.ForCore(restCfg))
 	if err != nil {
 		return fmt.Errorf("lease client: %w", err)
 	}
@@ -212,15 +211,17 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 
 	// Events get a client (and rate limiter) of their own with the same limits, so a burst of Events never
 	// delays the writes that provision volumes, and the reverse.
-	eventClient, err := kubernetes.NewForConfig(protobuf(d.restCfg))
+	eventClient, err := kubernetes.NewForConfig(kubeclient.ForCore(d.restCfg))
 	if err != nil {
 		return fmt.Errorf("event client: %w", err)
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: eventClient.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
+	// Upstream's Event source is "<driver>_<host>", not the binary name.
 	host, _ := os.Hostname()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: d.driver + "_" + strings.ReplaceAll(host, "_", "-")})
+	recorder, err := events.New(ctx, eventClient, events.Options{Component: d.driver + "_" + strings.ReplaceAll(host, "_", "-")})
+	if err != nil {
+		return err
+	}
+	defer recorder.Shutdown()
 
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
@@ -313,31 +314,20 @@ func capabilities(ctx context.Context, conn *csiconn.Conn) (provision.Capabiliti
 	}, nil
 }
 
+// restConfig loads the client configuration through shared/kubeclient. Only upstream's provisioner has --master,
+// and kubeclient.Options has no field for it, so a --master URL is loaded here with clientcmd, as upstream does.
 func restConfig(cfg *Config) (*rest.Config, error) {
-	var (
-		c   *rest.Config
-		err error
-	)
-	if cfg.Common.Kubeconfig != "" || cfg.Master != "" {
-		c, err = clientcmd.BuildConfigFromFlags(cfg.Master, cfg.Common.Kubeconfig)
-	} else {
-		c, err = rest.InClusterConfig()
+	o := kubeclient.Options{Kubeconfig: cfg.Common.Kubeconfig, QPS: float32(cfg.Common.KubeAPIQPS),
+		Burst: cfg.Common.KubeAPIBurst, UserAgent: version.UserAgent(binary)}
+	if cfg.Master == "" {
+		return kubeclient.RESTConfig(o)
 	}
+	c, err := clientcmd.BuildConfigFromFlags(cfg.Master, o.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client config: %w", err)
+		return nil, fmt.Errorf("loading --master %q (--kubeconfig %q): %w", cfg.Master, o.Kubeconfig, err)
 	}
-	c.QPS = float32(cfg.Common.KubeAPIQPS)
-	c.Burst = cfg.Common.KubeAPIBurst
-	c.UserAgent = version.UserAgent(binary)
+	c.QPS, c.Burst, c.UserAgent = o.QPS, o.Burst, o.UserAgent
 	return c, nil
-}
-
-// protobuf returns a copy of c that talks protobuf, as upstream's core clients do.
-func protobuf(c *rest.Config) *rest.Config {
-	out := rest.CopyConfig(c)
-	out.ContentType = "application/vnd.kubernetes.protobuf"
-	out.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	return out
 }
 
 // hasResource reports whether the API server serves resource in groupVersion.
