@@ -57,7 +57,7 @@ func startAPIServer(ctx context.Context, bin, dir, logDir, etcdURL string, certs
 		}
 		client, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 			return fmt.Errorf("admin client: %w", err)
 		}
 		ready := func(ctx context.Context) error {
@@ -68,7 +68,7 @@ func startAPIServer(ctx context.Context, bin, dir, logDir, etcdURL string, certs
 			return nil
 		}
 		if err := p.waitReady(ctx, 3*time.Minute, ready); err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 			return err
 		}
 		return nil

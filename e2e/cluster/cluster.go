@@ -179,7 +179,7 @@ func (c *Cluster) Stop() error {
 	c.stopped = true
 	// Reverse start order: etcd last, so the others never lose their backend while shutting down.
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		c.procs[i].stop(stopGrace)
+		c.procs[i].Stop(stopGrace)
 	}
 	if c.removeDir {
 		if err := os.RemoveAll(c.dir); err != nil {
@@ -210,7 +210,7 @@ func (c *Cluster) LogTail(lines int) string {
 	defer c.mu.Unlock()
 	var b strings.Builder
 	for _, p := range c.procs {
-		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", p.logPath, p.tail(lines))
+		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", p.LogPath, p.Tail(lines))
 	}
 	return b.String()
 }

@@ -64,7 +64,7 @@ func startControllerManager(ctx context.Context, bin, dir, logDir, kubeconfig st
 			return nil
 		}
 		if err := p.waitReady(ctx, 2*time.Minute, healthz); err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 			return err
 		}
 		return nil

@@ -38,7 +38,7 @@ func startEtcd(ctx context.Context, bin, dir, logDir string) (p *process, client
 			return err
 		}
 		if err := p.waitReady(ctx, time.Minute, func(ctx context.Context) error { return etcdHealthy(ctx, clientURL) }); err != nil {
-			p.stop(stopGrace)
+			p.Stop(stopGrace)
 			return err
 		}
 		return nil

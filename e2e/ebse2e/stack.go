@@ -22,6 +22,7 @@ import (
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
 	"github.com/stowage-csi/stowage/e2e/kubeletsim"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -118,7 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	root, err := cluster.RepoRoot(wd)
+	root, err := rig.RepoRoot(wd)
 	if err != nil {
 		return nil, err
 	}

@@ -9,16 +9,16 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // Region is what the server and clients agree on.
@@ -34,8 +34,7 @@ type Server struct {
 	// Client is an SDK client for the server (path style, static keys, unaffected by AWS_CA_BUNDLE).
 	Client *s3.Client
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *rig.Process
 }
 
 // Start builds (if needed) and starts versitygw on a free loopback port; t.Cleanup stops it.
@@ -87,24 +86,17 @@ func start(bin, dir string) (*Server, error) {
 			AccessKey: "AK" + randomHex(8),
 			SecretKey: randomHex(20),
 			DataDir:   data,
-			done:      make(chan struct{}),
 		}
-		var logs bytes.Buffer
-		s.cmd = exec.Command(bin, "--access", s.AccessKey, "--secret", s.SecretKey,
-			"--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", data)
-		s.cmd.Env = cleanEnv(os.Environ())
-		s.cmd.Stdout, s.cmd.Stderr = &logs, &logs
-		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := s.cmd.Start(); err != nil {
+		// Each attempt's log replaces the last one's: an error shows why this attempt failed.
+		s.proc, err = rig.Start(rig.Spec{Name: "versitygw", Path: bin, Args: []string{
+			"--access", s.AccessKey, "--secret", s.SecretKey, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", data,
+		}, Env: cleanEnv(os.Environ()), LogDir: dir})
+		if err != nil {
 			return nil, err
 		}
-		go func() {
-			_ = s.cmd.Wait()
-			close(s.done)
-		}()
-		if err := waitPort(port, s.done); err != nil {
+		if err := waitPort(port, s.proc.Done()); err != nil {
 			s.Stop()
-			lastErr = fmt.Errorf("versitygw did not start: %w\n%s", err, logs.String())
+			lastErr = fmt.Errorf("versitygw did not start: %w\n%s", err, s.proc.Tail(100))
 			continue
 		}
 		s.Client = s.NewClient()
@@ -131,17 +123,10 @@ func waitPort(port int, exited <-chan struct{}) error {
 	return fmt.Errorf("port %d not open after 30s", port)
 }
 
-// Stop kills the server and waits for it.
+// Stop ends the server (SIGTERM, SIGKILL after 5s) and waits for it.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	if s.proc != nil {
+		s.proc.Stop(5 * time.Second)
 	}
 }
 

@@ -1,0 +1,3 @@
+// Package rig holds the small pieces every end-to-end harness in this module needs: finding the repository,
+// building one of its binaries, and running a child process that cannot outlive the test.
+package rig

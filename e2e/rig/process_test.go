@@ -1,0 +1,88 @@
+package rig
+
+import (
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStopKillsTheWholeProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	// The shell forks a grandchild that ignores SIGTERM and prints its pid; stop must still end it.
+	p, err := Start(Spec{Name: "group", Path: "/bin/sh", Args: []string{"-c", `(trap "" TERM; sleep 300) & echo "child $!"; wait`}, LogDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	deadline := time.Now().Add(10 * time.Second)
+	for child == 0 && time.Now().Before(deadline) {
+		for _, line := range strings.Split(p.Tail(10), "\n") {
+			if pid, ok := strings.CutPrefix(line, "child "); ok {
+				child, _ = strconv.Atoi(pid)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if child == 0 {
+		p.Stop(time.Second)
+		t.Fatalf("grandchild pid never logged; log:\n%s", p.Tail(10))
+	}
+	p.Stop(500 * time.Millisecond)
+	if done, _ := p.Exited(); !done {
+		t.Error("process still running after stop")
+	}
+	// The grandchild is re-parented and reaped by init once killed; poll until its pid is gone.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if data, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat"); err == nil && strings.Contains(string(data), ") Z ") {
+			return // killed, waiting for init to reap it
+		}
+	}
+	t.Errorf("grandchild %d survived stop", child)
+}
+
+func TestLogAndEnvironment(t *testing.T) {
+	tests := []struct {
+		name    string
+		append  bool
+		env     []string
+		wantLog string
+	}{
+		{name: "truncates by default", env: []string{"GREETING=hi"}, wantLog: "hi\n"},
+		{name: "appends with a header line", append: true, env: []string{"GREETING=hi"},
+			wantLog: "old\n=== /bin/sh -c echo $GREETING\nhi\n"},
+		{name: "passes exactly the environment given", env: []string{}, wantLog: "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("GREETING", "inherited")
+			dir := t.TempDir()
+			if err := os.WriteFile(dir+"/echo.log", []byte("old\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p, err := Start(Spec{Name: "echo", Path: "/bin/sh", Args: []string{"-c", "echo $GREETING"}, LogDir: dir,
+				Env: tt.env, Append: tt.append})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-p.Done()
+			if done, err := p.Exited(); !done || err != nil {
+				t.Fatalf("Exited() = %v, %v; want true, nil", done, err)
+			}
+			p.Stop(time.Second) // a no-op for an ended process, but must not block
+			got, err := os.ReadFile(p.LogPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.wantLog {
+				t.Errorf("log = %q, want %q", got, tt.wantLog)
+			}
+		})
+	}
+}
