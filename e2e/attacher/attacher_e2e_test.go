@@ -190,7 +190,7 @@ func checkMetrics(t *testing.T, ctx context.Context, endpoint, driver string) {
 	t.Helper()
 	body := httpGet(t, ctx, "http://"+endpoint+"/metrics")
 	for _, want := range []string{
-		`csi_sidecar_operations_seconds_count{driver_name="` + driver + `",grpc_status_code="OK",method_name="/csi.v1.Controller/ControllerPublishVolume"`,
+		`csi_sidecar_operations_seconds_count{driver_name="` + driver + `",grpc_status_code="OK",method_name="/csi.v1.Controller/ControllerPublishVolume",migrated="false"}`,
 		`workqueue_adds_total{name="csi-attacher-va"}`,
 		`workqueue_adds_total{name="csi-attacher-pv"}`,
 		`leader_election_master_status{name="external-attacher-leader-` + strings.ReplaceAll(driver, ".", "-") + `"} 1`,

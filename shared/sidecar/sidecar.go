@@ -73,6 +73,10 @@ type Options struct {
 	AddFlags func(fs *flag.FlagSet, common *flags.Common)
 	// Validate checks the sidecar's own flags after parsing. Optional.
 	Validate func() error
+	// Migration adds upstream's "migrated" label to csi_sidecar_operations_seconds, for sidecars that
+	// serve CSI-migrated in-tree volumes (the attacher and provisioner). The label's value comes from the
+	// call's context (csi-lib-utils connection.AdditionalInfo{Migrated: "true"}), "false" otherwise.
+	Migration bool
 	// EventScheme knows the types Events are recorded on; nil means client-go's built-in types.
 	EventScheme *runtime.Scheme
 	// Stdout receives --version and --help output; nil means os.Stdout.
@@ -192,8 +196,13 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 		})
 	}
 
-	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("",
-		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false))
+	metricOpts := []csimetrics.MetricsManagerOption{
+		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false),
+	}
+	if o.Migration {
+		metricOpts = append(metricOpts, csimetrics.WithMigration())
+	}
+	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("", metricOpts...)
 	if env.CSI, err = csiconn.Connect(ctx, csiconn.Options{Address: common.CSIAddress, Timeout: common.Timeout,
 		Metrics: csiMetrics, OnConnectionLoss: o.OnConnectionLoss}); err != nil {
 		return err

@@ -24,6 +24,7 @@ func main() {
 		Args:       os.Args[1:],
 		AddFlags:   cfg.AddFlags,
 		Validate:   cfg.Validate,
+		Migration:  true,
 	}, func(ctx context.Context, env *sidecar.Env) error {
 		return app.Run(ctx, env, cfg)
 	})
