@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 var everything = labels.Everything()
@@ -64,11 +66,10 @@ func (p *Provisioner) protectCloneSource(ctx context.Context, namespace, name st
 	if err != nil {
 		return fmt.Errorf("dataSource: get source PVC %s/%s: %w", namespace, name, err)
 	}
-	if slices.Contains(src.Finalizers, CloneFinalizer) {
-		return nil
+	if _, err := patch.AddFinalizer(ctx, p.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch, src, CloneFinalizer); err != nil {
+		return fmt.Errorf("patch PVC %s/%s: %w", namespace, name, err)
 	}
-	_, err = p.patchClaim(ctx, src, addFinalizerOps(&src.ObjectMeta, CloneFinalizer))
-	return err
+	return nil
 }
 
 // SyncCloneSource removes the cloning-protection finalizer from a source PVC once no claim is being cloned from
@@ -94,9 +95,12 @@ func (p *Provisioner) syncCloneSource(ctx context.Context, namespace, name strin
 	if err != nil || n > 0 {
 		return err
 	}
-	_, err = p.patchClaim(ctx, src, removeFinalizerOps(&src.ObjectMeta, CloneFinalizer))
+	_, err = patch.RemoveFinalizer(ctx, p.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch, src, CloneFinalizer)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("patch PVC %s/%s: %w", namespace, name, err)
+	}
+	return nil
 }

@@ -9,9 +9,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	k8stesting "k8s.io/client-go/testing"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // harness is a Provisioner over a fake clientset whose listers are filled with the same objects.
@@ -38,10 +41,19 @@ func defaultConfig() Config {
 	}
 }
 
+// newHarness seeds a fake clientset that checks resourceVersion preconditions like the API server
+// (shared/testutil), and gives each of objs the resourceVersion it got there, so tests can hand the same objects
+// to the provisioner as an informer would.
 func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 	t.Helper()
+	kube := sharedtestutil.NewClientset(objs...)
+	for _, o := range objs {
+		if err := stampVersion(kube, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	h := &harness{
-		kube:    fake.NewClientset(objs...),
+		kube:    kube,
 		csi:     testutil.NewFakeCSI(),
 		rec:     record.NewFakeRecorder(100),
 		indexer: map[string]cache.Indexer{},
@@ -63,6 +75,29 @@ func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 	})
 	h.kube.ClearActions()
 	return h
+}
+
+// stampVersion sets o's resourceVersion to that of the stored object of the same kind and name.
+func stampVersion(kube *fake.Clientset, o runtime.Object) error {
+	kinds, _, err := scheme.Scheme.ObjectKinds(o)
+	if err != nil {
+		return err
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return err
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(kinds[0])
+	stored, err := kube.Tracker().Get(gvr, m.GetNamespace(), m.GetName())
+	if err != nil {
+		return err
+	}
+	sm, err := meta.Accessor(stored)
+	if err != nil {
+		return err
+	}
+	m.SetResourceVersion(sm.GetResourceVersion())
+	return nil
 }
 
 // cache puts o into its lister, as an informer would.

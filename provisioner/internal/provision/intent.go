@@ -11,11 +11,21 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
-// patchOp is one RFC 6902 operation. Finalizer changes use JSON patch with a "test" of the exact list slot, so one
-// request changes exactly what we saw and fails instead of clobbering a concurrent writer (the 422s of upstream's
-// stale merge patches, external-provisioner#1217).
+// Most writes go through shared/patch: one merge patch preconditioned on the resourceVersion the caller read.
+// Two removals are kept here as RFC 6902 JSON patches that "test" the exact list slot and annotation value
+// they remove, because shared/patch can only precondition on the whole object's resourceVersion, and these
+// two follow a write that changes that version by design:
+//   - releasing the intent follows the PV create, on which the PV controller binds the claim (an Update of
+//     the claim) at about the same moment;
+//   - dropping the PV finalizer follows our own Delete of the PV, which changes its resourceVersion, and the
+//     cached copy in hand predates it.
+//
+// A resourceVersion precondition would fail there with 409 and cost a re-read and a second write (or a GET
+// per PV); the slot test still fails instead of removing anything it did not see, and keeps each at one request.
 type patchOp struct {
 	Op    string `json:"op"`
 	Path  string `json:"path"`
@@ -32,18 +42,6 @@ func pointer(parts ...string) string {
 	return b.String()
 }
 
-// addFinalizerOps adds finalizer f to meta.
-func addFinalizerOps(meta *metav1.ObjectMeta, f string) []patchOp {
-	if len(meta.Finalizers) == 0 {
-		// Creating the list replaces whatever is there, so only if nothing changed since we read it.
-		return []patchOp{
-			{Op: "test", Path: "/metadata/resourceVersion", Value: meta.ResourceVersion},
-			{Op: "add", Path: "/metadata/finalizers", Value: []string{f}},
-		}
-	}
-	return []patchOp{{Op: "add", Path: "/metadata/finalizers/-", Value: f}}
-}
-
 // removeFinalizerOps removes finalizer f from meta; nil if it is not there.
 func removeFinalizerOps(meta *metav1.ObjectMeta, f string) []patchOp {
 	i := slices.Index(meta.Finalizers, f)
@@ -52,14 +50,6 @@ func removeFinalizerOps(meta *metav1.ObjectMeta, f string) []patchOp {
 	}
 	path := pointer("metadata", "finalizers", strconv.Itoa(i))
 	return []patchOp{{Op: "test", Path: path, Value: f}, {Op: "remove", Path: path}}
-}
-
-// setAnnotationOps sets annotation k=v on meta.
-func setAnnotationOps(meta *metav1.ObjectMeta, k, v string) []patchOp {
-	if meta.Annotations == nil {
-		return []patchOp{{Op: "add", Path: "/metadata/annotations", Value: map[string]string{k: v}}}
-	}
-	return []patchOp{{Op: "add", Path: pointer("metadata", "annotations", k), Value: v}}
 }
 
 // removeAnnotationOps removes annotation k if meta has it, checking its value first.
@@ -102,10 +92,26 @@ func hasIntent(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // recordIntent persists, in one patch, that a volume named volName may be created for claim: the finalizer keeps
-// the claim until the provisioner has finished or undone the job, the annotation says which volume.
+// the claim until the provisioner has finished or undone the job, the annotation says which volume. The patch is
+// preconditioned on the claim's resourceVersion, so it is never written from a copy older than what the
+// provisioner last saw (the claim is only ours once the PV controller's annotation is in that copy).
 func (p *Provisioner) recordIntent(ctx context.Context, claim *v1.PersistentVolumeClaim, volName string) (*v1.PersistentVolumeClaim, error) {
-	ops := append(addFinalizerOps(&claim.ObjectMeta, IntentKey), setAnnotationOps(&claim.ObjectMeta, IntentKey, volName)...)
-	return p.patchClaim(ctx, claim, ops)
+	return p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
+		if !slices.Contains(c.Finalizers, IntentKey) {
+			c.Finalizers = append(c.Finalizers, IntentKey)
+		}
+		metav1.SetMetaDataAnnotation(&c.ObjectMeta, IntentKey, volName)
+	})
+}
+
+// mutateClaim writes the changes mutate makes to a copy of claim as one merge patch preconditioned on the claim's
+// resourceVersion (shared/patch), and returns the claim as the server has it now.
+func (p *Provisioner) mutateClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
+	out, err := patch.Mutate(ctx, p.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch, claim, mutate)
+	if err != nil {
+		return nil, fmt.Errorf("patch PVC %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return out, nil
 }
 
 // releaseIntentOps drops the intent finalizer and annotation.

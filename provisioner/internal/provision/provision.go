@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -14,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or carrying a
@@ -57,11 +60,11 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	}
 	if claim.Spec.VolumeName != "" {
 		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding.
-		return p.finishIntent(ctx, claim, nil)
+		return p.finishIntent(ctx, claim)
 	}
 	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
 		// The PV is there; the binder will bind it. Only the intent may be left to release.
-		return p.finishIntent(ctx, claim, nil)
+		return p.finishIntent(ctx, claim)
 	}
 
 	className := ""
@@ -95,10 +98,10 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
 		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
 		// resourceVersion test lets exactly one write win, the others see the winner's node and step aside.
-		ops := append([]patchOp{{Op: "test", Path: "/metadata/resourceVersion", Value: claim.ResourceVersion}},
-			setAnnotationOps(&claim.ObjectMeta, annSelectedNode, p.cfg.NodeName)...)
-		_, err := p.patchClaim(ctx, claim, ops)
-		return err
+		if _, err := patch.SetAnnotation(ctx, p.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch, claim, annSelectedNode, p.cfg.NodeName); err != nil {
+			return fmt.Errorf("patch PVC %s/%s: %w", claim.Namespace, claim.Name, err)
+		}
+		return nil
 	}
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
 		return nil
@@ -134,8 +137,11 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
 			// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
 			// made, so the intent goes in the same write.
-			ops := append(removeAnnotationOps(&claim.ObjectMeta, annSelectedNode), releaseIntentOps(claim)...)
-			if _, perr := p.patchClaim(ctx, claim, ops); perr != nil {
+			if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
+				delete(c.Annotations, annSelectedNode)
+				delete(c.Annotations, IntentKey)
+				c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
+			}); perr != nil {
 				return perr
 			}
 			return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
@@ -177,15 +183,15 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
 	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
-	return p.finishIntent(ctx, claim, nil)
+	return p.finishIntent(ctx, claim)
 }
 
-// finishIntent releases the intent (with extra ops in the same patch) and the source protection.
-func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim, extra []patchOp) error {
+// finishIntent releases the intent and the source protection.
+func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
 	if !hasIntent(claim) {
 		return nil
 	}
-	if _, err := p.patchClaim(ctx, claim, append(releaseIntentOps(claim), extra...)); err != nil {
+	if _, err := p.patchClaim(ctx, claim, releaseIntentOps(claim)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -202,7 +208,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 	logger := klog.FromContext(ctx)
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); err == nil {
 		// The PV records the volume; its reclaim policy decides its fate once the binder releases it.
-		return p.finishIntent(ctx, claim, nil)
+		return p.finishIntent(ctx, claim)
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get PV %s: %w", volName, err)
 	}
@@ -240,7 +246,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 		}
 		logger.Info("Deleted the volume of a claim deleted during provisioning", "volume", volName, "volumeID", id)
 	}
-	return p.finishIntent(ctx, claim, nil)
+	return p.finishIntent(ctx, claim)
 }
 
 // createVolume calls CreateVolume under --timeout.

@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
@@ -462,11 +464,21 @@ func TestNodeDeployment(t *testing.T) {
 	if got := h.claim(t, "ns", "free"); got.Annotations[annSelectedNode] != "n1" || len(h.csi.Creates) != 0 {
 		t.Errorf("immediate claim not taken for the node: %v", got.Annotations)
 	}
-	// A competitor that read the same version must lose the race: the patch tests the resourceVersion.
-	// (The fake clientset keeps resourceVersions still, so the race itself is for the API server to decide.)
-	patch := string(h.kube.Actions()[0].(k8stesting.PatchAction).GetPatch())
-	if !strings.Contains(patch, `{"op":"test","path":"/metadata/resourceVersion","value":"1"}`) {
-		t.Errorf("take patch %s does not test the resourceVersion", patch)
+	// A competitor that read the same version must lose the race: the patch carries the resourceVersion as
+	// its precondition.
+	take := h.kube.Actions()[0].(k8stesting.PatchAction)
+	if patch := string(take.GetPatch()); take.GetPatchType() != types.MergePatchType || !strings.Contains(patch, `"resourceVersion":"1"`) {
+		t.Errorf("take patch (%s) %s is not preconditioned on the resourceVersion", take.GetPatchType(), patch)
+	}
+	// The fake checks that precondition like the API server: another node's instance with the same copy loses.
+	rivalCfg := cfg
+	rivalCfg.NodeName = "n2"
+	rival := New(rivalCfg, h.p.Deps)
+	if err := rival.SyncClaim(context.Background(), free.DeepCopy()); !apierrors.IsConflict(err) {
+		t.Errorf("rival take with the same copy: err %v, want a conflict", err)
+	}
+	if got := h.claim(t, "ns", "free"); got.Annotations[annSelectedNode] != "n1" {
+		t.Errorf("rival overwrote the taken claim: selected-node %q", got.Annotations[annSelectedNode])
 	}
 }
 

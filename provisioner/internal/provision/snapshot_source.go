@@ -3,14 +3,13 @@ package provision
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // planSnapshot checks the VolumeSnapshot (ready, not being deleted, bound to a content of this driver, not larger
@@ -64,10 +63,10 @@ func (p *Provisioner) protectSnapshot(ctx context.Context, namespace, name strin
 	if err != nil {
 		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
-	if slices.Contains(vs.Finalizers, SnapshotSourceFinalizer) {
-		return nil
+	if _, err := patch.AddFinalizer(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Patch, vs, SnapshotSourceFinalizer); err != nil {
+		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
-	return p.patchSnapshot(ctx, vs, addFinalizerOps(&vs.ObjectMeta, SnapshotSourceFinalizer))
+	return nil
 }
 
 // releaseSnapshot removes the as-source protection once no other claim is being restored from the snapshot.
@@ -88,23 +87,12 @@ func (p *Provisioner) releaseSnapshot(ctx context.Context, claim *v1.PersistentV
 	if err != nil {
 		return fmt.Errorf("get VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
 	}
-	err = p.patchSnapshot(ctx, vs, removeFinalizerOps(&vs.ObjectMeta, SnapshotSourceFinalizer))
+	_, err = patch.RemoveFinalizer(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Patch, vs, SnapshotSourceFinalizer)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return err
-}
-
-func (p *Provisioner) patchSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot, ops []patchOp) error {
-	if len(ops) == 0 {
-		return nil
-	}
-	body, err := marshalPatch(ops)
 	if err != nil {
-		return err
-	}
-	if _, err := p.Snapshots.SnapshotV1().VolumeSnapshots(vs.Namespace).Patch(ctx, vs.Name, types.JSONPatchType, body, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
 	}
 	return nil
 }
