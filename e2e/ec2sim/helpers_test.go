@@ -200,6 +200,16 @@ func createVolume(t *testing.T, c *ec2.Client, in *ec2.CreateVolumeInput) string
 	return *out.VolumeId
 }
 
+// createSnapshot starts a snapshot of volID and returns its ID (the snapshot may still be pending).
+func createSnapshot(t *testing.T, c *ec2.Client, volID string) string {
+	t.Helper()
+	out, err := c.CreateSnapshot(ctxT(t), &ec2.CreateSnapshotInput{VolumeId: aws.String(volID)})
+	if err != nil {
+		t.Fatalf("CreateSnapshot: %v", err)
+	}
+	return aws.ToString(out.SnapshotId)
+}
+
 func attachmentState(t *testing.T, c *ec2.Client, volID, instID string) types.VolumeAttachmentState {
 	t.Helper()
 	for _, a := range describeVolume(t, c, volID).Attachments {

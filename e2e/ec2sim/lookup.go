@@ -32,6 +32,18 @@ func (s *Server) lookupSnapshot(id, param string) (*snapshot, *apiError) {
 	return sn, nil
 }
 
+// lookupReadyVolume is lookupVolume for operations EC2 refuses while the volume is being created.
+func (s *Server) lookupReadyVolume(id, param string, now time.Time) (*volume, *apiError) {
+	v, aerr := s.lookupVolume(id, param)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if aerr := notCreating(v, now); aerr != nil {
+		return nil, aerr
+	}
+	return v, nil
+}
+
 // notCreating refuses to work on a volume EC2 is still creating.
 func notCreating(v *volume, now time.Time) *apiError {
 	if st := v.status(now); st == "creating" {

@@ -27,11 +27,8 @@ type modifyVolumeResponse struct {
 func (s *Server) modifyVolume(r *request) (any, *apiError) {
 	f := r.form
 	id := f.str("VolumeId")
-	v, aerr := s.lookupVolume(id, "volumeId")
+	v, aerr := s.lookupReadyVolume(id, "volumeId", r.now)
 	if aerr != nil {
-		return nil, aerr
-	}
-	if aerr := notCreating(v, r.now); aerr != nil {
 		return nil, aerr
 	}
 	var last *modification

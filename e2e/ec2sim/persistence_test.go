@@ -22,10 +22,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
-	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := createSnapshot(t, c, vol)
 	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(vol), Size: aws.Int32(2)}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +48,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	if aws.ToInt32(describeVolume(t, c2, vol).Size) != 2 {
 		t.Error("modification lost across restart")
 	}
-	waitSnapshot(t, c2, aws.ToString(snap.SnapshotId))
+	waitSnapshot(t, c2, snap)
 	out, err := c2.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1), ClientToken: aws.String("persist-1"),
 		TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: []types.Tag{{Key: aws.String("CSIVolumeName"), Value: aws.String("pvc-p")}}}}})
 	if err != nil || aws.ToString(out.VolumeId) != vol {

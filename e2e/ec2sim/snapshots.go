@@ -31,11 +31,8 @@ func (s *Server) snapshotXML(sn *snapshot, now time.Time) xSnapshot {
 func (s *Server) createSnapshot(r *request) (any, *apiError) {
 	f := r.form
 	id := f.str("VolumeId")
-	v, aerr := s.lookupVolume(id, "volumeId")
+	v, aerr := s.lookupReadyVolume(id, "volumeId", r.now)
 	if aerr != nil {
-		return nil, aerr
-	}
-	if aerr := notCreating(v, r.now); aerr != nil {
 		return nil, aerr
 	}
 	desc := f.str("Description")

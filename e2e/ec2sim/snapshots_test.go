@@ -165,12 +165,9 @@ func TestEnableFastSnapshotRestores(t *testing.T) {
 	c := newClient(t, s)
 	ctx := ctxT(t)
 	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
-	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := createSnapshot(t, c, vol)
 	out, err := c.EnableFastSnapshotRestores(ctx, &ec2.EnableFastSnapshotRestoresInput{
-		AvailabilityZones: []string{testZone, "us-east-1b"}, SourceSnapshotIds: []string{aws.ToString(snap.SnapshotId), "snap-00000000000000001"}})
+		AvailabilityZones: []string{testZone, "us-east-1b"}, SourceSnapshotIds: []string{snap, "snap-00000000000000001"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,10 +178,10 @@ func TestEnableFastSnapshotRestores(t *testing.T) {
 		aws.ToString(out.Unsuccessful[0].FastSnapshotRestoreStateErrors[0].Error.Code) != "InvalidSnapshot.NotFound" {
 		t.Errorf("unsuccessful %+v", out.Unsuccessful)
 	}
-	_, err = c.EnableFastSnapshotRestores(ctx, &ec2.EnableFastSnapshotRestoresInput{AvailabilityZones: []string{"us-east-1z"}, SourceSnapshotIds: []string{aws.ToString(snap.SnapshotId)}})
+	_, err = c.EnableFastSnapshotRestores(ctx, &ec2.EnableFastSnapshotRestoresInput{AvailabilityZones: []string{"us-east-1z"}, SourceSnapshotIds: []string{snap}})
 	wantCode(t, err, "InvalidParameterValue")
-	waitSnapshot(t, c, aws.ToString(snap.SnapshotId))
-	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: snap.SnapshotId})
+	waitSnapshot(t, c, snap)
+	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: aws.String(snap)})
 	if !aws.ToBool(describeVolume(t, c, restored).FastRestored) {
 		t.Error("volume restored in an FSR zone is not fastRestored")
 	}
@@ -195,10 +192,7 @@ func TestCreateAndDeleteTags(t *testing.T) {
 	c := newClient(t, s)
 	ctx := ctxT(t)
 	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
-	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap := createSnapshot(t, c, vol)
 	tags := func(kv ...string) []types.Tag {
 		var out []types.Tag
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -206,7 +200,7 @@ func TestCreateAndDeleteTags(t *testing.T) {
 		}
 		return out
 	}
-	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vol, aws.ToString(snap.SnapshotId)}, Tags: tags("a", "1", "b", "2", "c", "3")}); err != nil {
+	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vol, snap}, Tags: tags("a", "1", "b", "2", "c", "3")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{vol}, Tags: tags("a", "10")}); err != nil {

@@ -284,11 +284,8 @@ type copyVolumesResponse struct {
 func (s *Server) copyVolumes(r *request) (any, *apiError) {
 	f := r.form
 	srcID := f.str("SourceVolumeId")
-	src, aerr := s.lookupVolume(srcID, "sourceVolumeId")
+	src, aerr := s.lookupReadyVolume(srcID, "sourceVolumeId", r.now)
 	if aerr != nil {
-		return nil, aerr
-	}
-	if aerr := notCreating(src, r.now); aerr != nil {
 		return nil, aerr
 	}
 	sp, aerr := readSpec(f)
