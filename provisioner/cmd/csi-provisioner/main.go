@@ -6,12 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/app"
+	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
 
@@ -27,7 +26,8 @@ func main() {
 		fmt.Println(os.Args[0], version.Version)
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// The first SIGINT/SIGTERM drains and releases the Lease; a second one exits at once.
+	ctx, stop := signals.Context(context.Background(), nil)
 	defer stop()
 	if err := app.Run(ctx, cfg); err != nil {
 		klog.ErrorS(err, "csi-provisioner failed")
