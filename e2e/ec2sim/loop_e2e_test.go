@@ -5,6 +5,7 @@ package ec2sim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"golang.org/x/sys/unix"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // loopsBackedBy lists the loop devices whose backing file lies under dir.
@@ -97,12 +100,9 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 	}
 	_ = f.Close()
 
-	snap, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: aws.String(vol)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitSnapshot(t, c, aws.ToString(snap.SnapshotId))
-	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: snap.SnapshotId})
+	snap := createSnapshot(t, c, vol)
+	waitSnapshot(t, c, snap)
+	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: aws.String(snap)})
 	attachAndWait(t, c, restored, "/dev/xvdab")
 	rlink := filepath.Join(linkDir, LinkName(restored))
 	rf, err := os.Open(rlink)
@@ -214,10 +214,13 @@ func TestE2EDevicesGoAwayWithTheirServer(t *testing.T) {
 // The same with the real binary killed by SIGKILL.
 func TestE2EKilledEmulatorLeavesNoLoopDevices(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(t.TempDir(), "ec2sim")
-	build := exec.Command("go", "build", "-o", bin, "github.com/stowage-csi/stowage/e2e/cmd/ec2sim")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build ec2sim: %v\n%s", err, out)
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := rig.BuildCommand(context.Background(), root, "e2e", "ec2sim", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--data-dir="+dir, "--time-scale=0.01", "--device-link-dir="+filepath.Join(dir, "by-id"),
 		"--instance=id="+testInstance+",zone="+testZone+",type=m5.large,local=true")

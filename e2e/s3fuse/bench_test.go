@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -258,39 +257,20 @@ func ensurePeers(t *testing.T) {
 // peerProcess runs a FUSE client in the foreground and waits for its mount; cleanup unmounts it and
 // reaps the process.
 func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) {
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
+	c := startClient(t, cmd)
 	t.Cleanup(func() {
-		if isMounted(dir) {
-			if err := syscall.Unmount(dir, 0); err != nil {
-				_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-			}
-		}
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		_ = unmount(dir)
+		c.reap(30 * time.Second)
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for !isMounted(dir) {
 		select {
-		case <-done:
-			t.Fatalf("%s exited before mounting: %s", cmd.Path, out.String())
+		case <-c.done:
+			t.Fatalf("%s exited before mounting: %s", cmd.Path, c.output.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not mount in 30s: %s", cmd.Path, out.String())
+			t.Fatalf("%s did not mount in 30s: %s", cmd.Path, c.output.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -42,40 +42,17 @@ func TestE2EFDPassingToAnUnprivilegedServer(t *testing.T) {
 	if err := syscall.Mount("mountpoint-s3", dir, "fuse", syscall.MS_NOSUID|syscall.MS_NODEV, data); err != nil {
 		t.Fatalf("mount(2) fuse: %v", err)
 	}
-	t.Cleanup(func() {
-		if isMounted(dir) {
-			if err := syscall.Unmount(dir, 0); err != nil {
-				_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-			}
-		}
-	})
-	out := &lockedBuffer{}
+	t.Cleanup(func() { _ = unmount(dir) })
 	cmd := exec.Command(binary, bucket, "/dev/fd/3", "--foreground", "--endpoint-url", srv.Endpoint,
 		"--force-path-style", "--allow-other", "--uid", "0", "--gid", "0")
 	cmd.Env = srv.Env()
 	cmd.ExtraFiles = []*os.File{fuseDev}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: &syscall.Credential{Uid: 65534, Gid: 65534},
-		Pdeathsig:  syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	c := startClient(t, cmd)
 	t.Cleanup(func() {
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		c.reap(10 * time.Second)
 		if t.Failed() {
-			t.Logf("s3-fuse output:\n%s", out.String())
+			t.Logf("s3-fuse output:\n%s", c.output.String())
 		}
 	})
 	// The parent keeps no copy of the fd, as the node plugin closes its own after sending it.
@@ -110,7 +87,7 @@ func TestE2EFDPassingToAnUnprivilegedServer(t *testing.T) {
 		t.Fatalf("umount: %v", err)
 	}
 	select {
-	case <-done:
+	case <-c.done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("s3-fuse still running 20s after the parent unmounted")
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -34,7 +35,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	root, err := s3server.RepoRoot()
+	root, err := rig.RepoRoot(".")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -44,11 +45,8 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binary = filepath.Join(dir, "s3-fuse")
-	cmd := exec.Command("go", "build", "-o", binary, "./cmd/s3-fuse")
-	cmd.Dir = filepath.Join(root, "s3-mounter")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build s3-fuse: %v\n%s", err, out)
+	if binary, err = rig.BuildCommand(context.Background(), root, "s3-mounter", "s3-fuse", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return m.Run()
@@ -72,12 +70,61 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// mount is one running s3-fuse.
-type mount struct {
-	Dir    string
+// fuseClient is a FUSE client running in the foreground with its output collected. The kernel kills it
+// if the test binary dies (Pdeathsig).
+type fuseClient struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
 	output *lockedBuffer
+}
+
+// startClient starts cmd, adding Pdeathsig to whatever SysProcAttr it already has.
+func startClient(t testing.TB, cmd *exec.Cmd) *fuseClient {
+	t.Helper()
+	c := &fuseClient{cmd: cmd, done: make(chan struct{}), output: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = c.output, c.output
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	return c
+}
+
+// reap waits up to grace for the client to end, then kills it; it tells whether it had to.
+func (c *fuseClient) reap(grace time.Duration) (killed bool) {
+	select {
+	case <-c.done:
+		return false
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		return true
+	}
+}
+
+// unmount unmounts dir if it is mounted, lazily when the plain unmount fails, and returns that failure.
+func unmount(dir string) error {
+	if !isMounted(dir) {
+		return nil
+	}
+	err := syscall.Unmount(dir, 0)
+	if err != nil {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+	}
+	return err
+}
+
+// mount is one running s3-fuse.
+type mount struct {
+	Dir string
+	*fuseClient
 }
 
 // s3fuseArgs are the arguments every mount of srv needs.
@@ -95,18 +142,9 @@ func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...str
 	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := &mount{Dir: dir, done: make(chan struct{}), output: &lockedBuffer{}}
-	m.cmd = exec.Command(binary, s3fuseArgs(srv, bucket, dir, extra...)...)
-	m.cmd.Env = srv.Env()
-	m.cmd.Stdout, m.cmd.Stderr = m.output, m.output
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = m.cmd.Wait()
-		close(m.done)
-	}()
+	cmd := exec.Command(binary, s3fuseArgs(srv, bucket, dir, extra...)...)
+	cmd.Env = srv.Env()
+	m := &mount{Dir: dir, fuseClient: startClient(t, cmd)}
 	t.Cleanup(func() { m.stop(t) })
 	deadline := time.Now().Add(30 * time.Second)
 	// Ready = in the mount table and s3-fuse has said it serves (go-fuse has finished its own start-up
@@ -127,18 +165,11 @@ func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...str
 
 // stop unmounts and reaps the process: umount, then lazy umount, then SIGKILL.
 func (m *mount) stop(t testing.TB) {
-	if isMounted(m.Dir) {
-		if err := syscall.Unmount(m.Dir, 0); err != nil {
-			t.Logf("umount %s: %v; detaching lazily", m.Dir, err)
-			_ = syscall.Unmount(m.Dir, syscall.MNT_DETACH)
-		}
+	if err := unmount(m.Dir); err != nil {
+		t.Logf("umount %s: %v; detached lazily", m.Dir, err)
 	}
-	select {
-	case <-m.done:
-	case <-time.After(10 * time.Second):
-		t.Logf("s3-fuse still running 10s after unmount; killing it")
-		_ = m.cmd.Process.Kill()
-		<-m.done
+	if m.reap(10 * time.Second) {
+		t.Logf("s3-fuse still running 10s after unmount; killed it")
 	}
 	if t.Failed() {
 		t.Logf("s3-fuse output:\n%s", m.output.String())

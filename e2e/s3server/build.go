@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // Version is the versitygw release pinned in e2e/tools/versitygw/go.mod.
@@ -20,22 +22,6 @@ const Version = "v1.8.0"
 
 // CacheDirEnv overrides where built binaries are cached (default <repo root>/.cache).
 const CacheDirEnv = "STOWAGE_CACHE_DIR"
-
-// RepoRoot walks up from the working directory to the folder holding go.work.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.work")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.work in %s or any parent: run inside the Stowage repository", dir)
-		}
-	}
-}
 
 // CacheDir returns $STOWAGE_CACHE_DIR, else <repo root>/.cache.
 func CacheDir(root string) string {
@@ -48,7 +34,7 @@ func CacheDir(root string) string {
 // Binary returns the path of the versitygw binary, building it first if the cache lacks it. An flock
 // serialises concurrent builds from parallel test binaries.
 func Binary(ctx context.Context) (string, error) {
-	root, err := RepoRoot()
+	root, err := rig.RepoRoot(".")
 	if err != nil {
 		return "", err
 	}
