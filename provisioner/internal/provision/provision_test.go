@@ -497,3 +497,27 @@ func TestAbandonUsesRecordedVolumeName(t *testing.T) {
 		t.Errorf("creates %d (name %q), volumes left %d", len(h.csi.Creates), h.csi.Creates[0].Name, h.csi.Count())
 	}
 }
+
+// The intent release follows the PV create, on which the PV controller binds the claim: the copy in hand is then
+// older than the stored claim. The release tests only the slot and value it removes, so it still succeeds in one
+// request instead of failing with a resourceVersion conflict.
+func TestIntentReleaseSurvivesTheBinderWrite(t *testing.T) {
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent)
+	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+	bound := h.claim(t, "ns", "data")
+	bound.Spec.VolumeName = volName
+	if _, err := h.kube.CoreV1().PersistentVolumeClaims("ns").Update(context.Background(), bound, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.kube.ClearActions()
+	if err := h.p.finishIntent(context.Background(), claim.DeepCopy()); err != nil {
+		t.Fatalf("release with the pre-binding copy: %v", err)
+	}
+	if got, want := h.actions(), []string{"patch persistentvolumeclaims"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q", got, want)
+	}
+	got := h.claim(t, "ns", "data")
+	if slices.Contains(got.Finalizers, IntentKey) || got.Annotations[IntentKey] != "" || got.Spec.VolumeName != volName {
+		t.Errorf("after the release: finalizers %v, intent annotation %q, volumeName %q", got.Finalizers, got.Annotations[IntentKey], got.Spec.VolumeName)
+	}
+}
