@@ -12,20 +12,14 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-
-	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
 // TestE2EEBSRawBlock publishes a raw block volume: staging is a no-op, NodePublishVolume bind-mounts the
 // loop device onto a file, data written through that file is on the device, stats report its size, and
 // NodeUnpublishVolume removes the file.
 func TestE2EEBSRawBlock(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root for loop devices and mounts")
-	}
 	const instanceID = "i-0b10c0000000000b1"
-	sim, linkDir := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large", Local: true}})
-	p := startPlugin(t, buildPlugin(t), pluginEnv(t, sim, instanceID, true), "all", "--device-link-dir="+linkDir, "--metadata-sources=imds")
+	sim, p := startLocalPlugin(t, instanceID)
 	ctl, node := csi.NewControllerClient(p.conn), csi.NewNodeClient(p.conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

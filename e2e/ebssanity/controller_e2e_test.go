@@ -28,8 +28,7 @@ var mountCapability = &csi.VolumeCapability{
 // no attachment, after which a new publish works.
 func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
 	const instanceID = "i-0571c0000000000aa"
-	sim, _ := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large"}})
-	p := startPlugin(t, buildPlugin(t), pluginEnv(t, sim, "", true), "controller")
+	sim, p := startController(t, instanceID)
 	ctl := csi.NewControllerClient(p.conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,8 +79,7 @@ func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
 // (per-API adaptive retries), and /metrics shows the throttles and request durations with upstream's names.
 func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
 	const instanceID = "i-07a7a7a7a7a7a7a7a"
-	sim, _ := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large"}})
-	p := startPlugin(t, buildPlugin(t), pluginEnv(t, sim, "", true), "controller")
+	sim, p := startController(t, instanceID)
 	ctl := csi.NewControllerClient(p.conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

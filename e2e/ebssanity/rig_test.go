@@ -8,10 +8,7 @@ import (
 	"encoding/hex"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -27,20 +25,18 @@ const (
 	testZone   = "us-east-1a"
 )
 
-// buildPlugin compiles ../../ebs-plugin/cmd/ebs-plugin into a temporary directory.
+// buildPlugin compiles the repository's ebs-plugin into a temporary directory.
 func buildPlugin(t testing.TB) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "ebs-plugin")
-	src, err := filepath.Abs("../../ebs-plugin")
+	root, err := rig.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/ebs-plugin")
-	cmd.Dir = src
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ebs-plugin: %v\n%s", err, b)
+	bin, err := rig.BuildCommand(context.Background(), root, "ebs-plugin", "ebs-plugin", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return bin
 }
 
 func randomHex(n int) string {
@@ -94,6 +90,25 @@ func pluginEnv(t testing.TB, sim *ec2sim.Server, instanceID string, creds bool) 
 	return env
 }
 
+// startLocalPlugin starts the emulator with one local instance (real loop devices) and an all-in-one
+// ebs-plugin on it, with extra arguments for the plugin. Loop devices and mounts need root.
+func startLocalPlugin(t testing.TB, instanceID string, extra ...string) (*ec2sim.Server, *plugin) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root for loop devices and mounts")
+	}
+	sim, linkDir := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large", Local: true}})
+	args := append([]string{"all", "--device-link-dir=" + linkDir, "--metadata-sources=imds"}, extra...)
+	return sim, startPlugin(t, buildPlugin(t), pluginEnv(t, sim, instanceID, true), args...)
+}
+
+// startController starts the emulator with one (not local) instance and ebs-plugin's controller service.
+func startController(t testing.TB, instanceID string) (*ec2sim.Server, *plugin) {
+	t.Helper()
+	sim, _ := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large"}})
+	return sim, startPlugin(t, buildPlugin(t), pluginEnv(t, sim, "", true), "controller")
+}
+
 type plugin struct {
 	socket  string
 	metrics string
@@ -101,7 +116,7 @@ type plugin struct {
 }
 
 // startPlugin runs the binary and waits until it answers Probe. It is stopped with SIGTERM (then SIGKILL)
-// when the test ends.
+// when the test ends (see rig.Process).
 func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ebs-")
@@ -117,36 +132,14 @@ func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin
 	p.metrics = ln.Addr().String()
 	_ = ln.Close()
 	args = append(args, "--endpoint=unix://"+p.socket, "--http-endpoint="+p.metrics, "--v=4")
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "plugin.log"))
+	proc, err := rig.Start(rig.Spec{Name: "plugin", Path: bin, Args: args, Env: env, LogDir: t.TempDir()})
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start ebs-plugin: %v", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		_ = logFile.Close()
+		proc.Stop(15 * time.Second)
 		if t.Failed() {
-			if b, err := os.ReadFile(logFile.Name()); err == nil {
-				lines := strings.Split(string(b), "\n")
-				if len(lines) > 200 {
-					lines = lines[len(lines)-200:]
-				}
-				t.Logf("ebs-plugin log (tail):\n%s", strings.Join(lines, "\n"))
-			}
+			t.Logf("ebs-plugin log (tail):\n%s", proc.Tail(200))
 		}
 	})
 	conn, err := grpc.NewClient("unix://"+p.socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -163,11 +156,9 @@ func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin
 		if err == nil {
 			return p
 		}
-		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(logFile.Name())
+		if done, err := proc.Exited(); done {
+			b, _ := os.ReadFile(proc.LogPath)
 			t.Fatalf("ebs-plugin exited before serving: %v\n%s", err, b)
-		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("ebs-plugin did not answer Probe within 60s: %v", err)

@@ -3,15 +3,12 @@
 package ebssanity
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
-
-	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
 // suiteReport receives the counts once csi-sanity's Ginkgo suite ends. Ginkgo only accepts report hooks at
@@ -36,15 +33,8 @@ var _ = ginkgo.ReportAfterSuite("ebs-plugin sanity counts", func(r types.Report)
 //   - GroupControllerService / VolumeGroupSnapshots: EBS has no group snapshots.
 //   - SNAPSHOT_ACCESSIBILITY_CONSTRAINTS: EBS snapshots are regional.
 func TestE2EEBSSanity(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root for loop devices and mounts")
-	}
 	const instanceID = "i-0e2e5a0171c0ffee0"
-	sim, linkDir := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large", Local: true}})
-	bin := buildPlugin(t)
-	p := startPlugin(t, bin, pluginEnv(t, sim, instanceID, true), "all",
-		"--device-link-dir="+linkDir, "--metadata-sources=imds", "--k8s-tag-cluster-id=sanity",
-		"--extra-tags=suite=csi-sanity")
+	sim, p := startLocalPlugin(t, instanceID, "--k8s-tag-cluster-id=sanity", "--extra-tags=suite=csi-sanity")
 
 	work := t.TempDir()
 	cfg := sanity.NewTestConfig()

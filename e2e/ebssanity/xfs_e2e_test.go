@@ -13,8 +13,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
-
-	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
 // TestE2EEBSXFSSnapshotRestore walks an XFS volume through what csi-sanity does not: format options and
@@ -22,13 +20,8 @@ import (
 // volume restored from a snapshot mounted on the same node as its source while the source is still mounted,
 // which only works because the driver mounts XFS with nouuid.
 func TestE2EEBSXFSSnapshotRestore(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("needs root for loop devices and mounts")
-	}
 	const instanceID = "i-0f5f5f5f5f5f5f5f5"
-	sim, linkDir := startSim(t, 0.01, []ec2sim.Instance{{ID: instanceID, Zone: testZone, Type: "m5.large", Local: true}})
-	p := startPlugin(t, buildPlugin(t), pluginEnv(t, sim, instanceID, true), "all",
-		"--device-link-dir="+linkDir, "--metadata-sources=imds", "--legacy-xfs", "--modify-volume-request-handler-timeout=200ms")
+	_, p := startLocalPlugin(t, instanceID, "--legacy-xfs", "--modify-volume-request-handler-timeout=200ms")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ctl, node := csi.NewControllerClient(p.conn), csi.NewNodeClient(p.conn)
