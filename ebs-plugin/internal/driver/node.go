@@ -21,12 +21,14 @@ type Mounter interface {
 	FormatArgs(fsType string, f params.FormatOptions) []string
 	DeviceSize(device string) (int64, error)
 	Resize(device, mountPath string) error
+	DevicePresent(path string) (bool, error)
 }
 
 var nodeCapabilities = []csi.NodeServiceCapability_RPC_Type{
 	csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
 	csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
 	csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+	csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
 }
 
 // NodeGetCapabilities implements csi.NodeServer.

@@ -59,9 +59,10 @@ func (d *Driver) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVolume
 	return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
 }
 
-// NodeGetVolumeStats implements csi.NodeServer. CSI v1.13's Go bindings carry no VolumeCondition, so an
-// unhealthy volume is reported through the error code: NotFound when the path is gone, FailedPrecondition
-// when it is no longer a mount, Internal when it cannot be read.
+// NodeGetVolumeStats implements csi.NodeServer. CSI v1.13 removed the alpha VolumeCondition from its
+// response (field 2 is reserved); a volume's health is NodeGetVolumeHealth's answer (node_health.go). Stats
+// keep failing with an error code when there is nothing to measure: NotFound when the path is gone,
+// FailedPrecondition when it is no longer a mount, Internal when it cannot be read.
 func (d *Driver) NodeGetVolumeStats(ctx context.Context, req *csi.NodeGetVolumeStatsRequest) (*csi.NodeGetVolumeStatsResponse, error) {
 	volID, path := req.GetVolumeId(), req.GetVolumePath()
 	if volID == "" {

@@ -3,6 +3,7 @@
 package mounter
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -214,4 +215,35 @@ func (m *Mounter) IsMountPoint(path string) (bool, error) {
 // CleanupMountPoint unmounts path if mounted and removes it.
 func (m *Mounter) CleanupMountPoint(path string) error {
 	return mountutils.CleanupMountPoint(path, m, true)
+}
+
+// sysDevBlock lists every block device the kernel knows, named major:minor.
+const sysDevBlock = "/sys/dev/block"
+
+// DevicePresent reports whether the block device behind path is still on the node: the device node itself
+// for a raw block bind, else the device of the filesystem mounted at path. A hot-removed disk (an EBS
+// volume detached under a running node) leaves its mounts and bound device nodes behind, but the kernel
+// drops it from /sys/dev/block.
+func (m *Mounter) DevicePresent(path string) (bool, error) {
+	return devicePresent(sysDevBlock, path)
+}
+
+func devicePresent(sysDir, path string) (bool, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	}
+	dev := st.Dev
+	if st.Mode&unix.S_IFMT == unix.S_IFBLK {
+		dev = st.Rdev
+	}
+	_, err := os.Stat(filepath.Join(sysDir, fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("look up the device of %s: %w", path, err)
+	}
 }

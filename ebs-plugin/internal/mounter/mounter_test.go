@@ -1,11 +1,14 @@
 package mounter
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
 )
@@ -118,4 +121,45 @@ func FuzzParseMountFlags(f *testing.F) {
 			seen[o] = true
 		}
 	})
+}
+
+func TestDevicePresentLooksUpTheBackingDeviceInSysfs(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mounted-here")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(file, &st); err != nil {
+		t.Fatal(err)
+	}
+	sys := filepath.Join(dir, "sys")
+	if err := os.Mkdir(sys, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		entry   string // created under sys before the check
+		path    string
+		want    bool
+		wantErr bool
+	}{
+		{name: "device of the filesystem listed", entry: fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)), path: file, want: true},
+		{name: "device gone from sysfs", path: file, want: false},
+		{name: "path gone", path: filepath.Join(dir, "missing"), wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.entry != "" {
+				if err := os.Mkdir(filepath.Join(sys, tc.entry), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = os.Remove(filepath.Join(sys, tc.entry)) })
+			}
+			got, err := devicePresent(sys, tc.path)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("devicePresent = %v, %v; want %v (error %v)", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
 }

@@ -9,9 +9,11 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
 )
 
-// MountCall is one recorded mount.
+// MountCall is one recorded mount. Device is the device the mount holds: its source, or for a bind of
+// another mount, that mount's device (pinned when the bind is made, as the kernel does).
 type MountCall struct {
 	Source, Target, FsType string
+	Device                 string
 	Options, FormatArgs    []string
 	Formatted              bool
 }
@@ -35,7 +37,7 @@ func NewFakeMounter() *FakeMounter {
 func (m *FakeMounter) FormatAndMountSensitiveWithFormatOptions(source, target, fstype string, options, _, formatOptions []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := MountCall{Source: source, Target: target, FsType: fstype, Options: slices.Clone(options), FormatArgs: slices.Clone(formatOptions), Formatted: true}
+	c := MountCall{Source: source, Target: target, FsType: fstype, Device: source, Options: slices.Clone(options), FormatArgs: slices.Clone(formatOptions), Formatted: true}
 	m.Mounts[target] = c
 	m.Calls = append(m.Calls, c)
 	return nil
@@ -45,7 +47,10 @@ func (m *FakeMounter) FormatAndMountSensitiveWithFormatOptions(source, target, f
 func (m *FakeMounter) Mount(source, target, fstype string, options []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := MountCall{Source: source, Target: target, FsType: fstype, Options: slices.Clone(options)}
+	c := MountCall{Source: source, Target: target, FsType: fstype, Device: source, Options: slices.Clone(options)}
+	if under, ok := m.Mounts[source]; ok {
+		c.Device = under.Device
+	}
 	m.Mounts[target] = c
 	m.Calls = append(m.Calls, c)
 	return nil
@@ -132,4 +137,21 @@ func (m *FakeMounter) Resize(device, _ string) error {
 	defer m.mu.Unlock()
 	m.Resized = append(m.Resized, device)
 	return nil
+}
+
+// DevicePresent implements driver.Mounter: the device the mount at path holds is present while it is one
+// of Devices' values (delete a volume from Devices to model a disk that left the node).
+func (m *FakeMounter) DevicePresent(path string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.Mounts[path]
+	if !ok {
+		return false, fmt.Errorf("%s not mounted", path)
+	}
+	for _, d := range m.Devices {
+		if d == c.Device {
+			return true, nil
+		}
+	}
+	return false, nil
 }
