@@ -1,5 +1,5 @@
-// Package kubeclient builds the Kubernetes clients of a Stowage binary from --kubeconfig (or the in-cluster
-// service account), --kube-api-qps, --kube-api-burst and the user agent "<binary>/<version>".
+// Package kubeclient builds the Kubernetes clients of a Stowage binary from --kubeconfig and --master (or the
+// in-cluster service account), --kube-api-qps, --kube-api-burst and the user agent "<binary>/<version>".
 //
 // Core API clients speak protobuf, which the API server encodes and decodes several times faster than JSON;
 // clients for custom resources (VolumeSnapshots, MountpointS3PodAttachments) must use JSON, because the API
@@ -23,10 +23,14 @@ const (
 
 // Options select the API server and how politely to talk to it.
 type Options struct {
-	// Kubeconfig is --kubeconfig; empty means the in-cluster configuration.
+	// Kubeconfig is --kubeconfig. With Master also empty, the in-cluster configuration is used.
 	Kubeconfig string
-	QPS        float32
-	Burst      int
+	// Master is the API server URL of upstream's provisioner flag --master; it overrides the server named
+	// in Kubeconfig, and with Kubeconfig empty it is the whole configuration (no credentials), as
+	// clientcmd.BuildConfigFromFlags treats it.
+	Master string
+	QPS    float32
+	Burst  int
 	// UserAgent is "<binary>/<version>" (version.UserAgent).
 	UserAgent string
 }
@@ -38,12 +42,18 @@ func RESTConfig(o Options) (*rest.Config, error) {
 		cfg *rest.Config
 		err error
 	)
-	if o.Kubeconfig != "" {
+	switch {
+	case o.Master != "":
+		cfg, err = clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading --master %q with --kubeconfig %q: %w", o.Master, o.Kubeconfig, err)
+		}
+	case o.Kubeconfig != "":
 		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("loading --kubeconfig %q: %w", o.Kubeconfig, err)
 		}
-	} else {
+	default:
 		cfg, err = rest.InClusterConfig()
 		if err != nil {
 			return nil, fmt.Errorf("loading the in-cluster configuration (set --kubeconfig when running outside a cluster): %w", err)

@@ -43,13 +43,23 @@ users:
 
 func TestRESTConfig(t *testing.T) {
 	path := writeKubeconfig(t, "https://127.0.0.1:6443")
+	missing := filepath.Join(t.TempDir(), "nope")
 	tests := []struct {
-		name    string
-		opts    Options
-		wantErr string
+		name      string
+		opts      Options
+		wantHost  string
+		wantToken string
+		wantErr   string
 	}{
-		{name: "kubeconfig", opts: Options{Kubeconfig: path, QPS: 20, Burst: 100, UserAgent: "csi-attacher/dev"}},
-		{name: "missing kubeconfig", opts: Options{Kubeconfig: filepath.Join(t.TempDir(), "nope")}, wantErr: "--kubeconfig"},
+		{name: "kubeconfig", opts: Options{Kubeconfig: path, QPS: 20, Burst: 100, UserAgent: "csi-attacher/dev"},
+			wantHost: "https://127.0.0.1:6443", wantToken: "secret-token"},
+		{name: "master alone", opts: Options{Master: "http://127.0.0.1:8080", QPS: 20, Burst: 100, UserAgent: "csi-attacher/dev"},
+			wantHost: "http://127.0.0.1:8080"},
+		{name: "master overrides the kubeconfig's server, keeps its credentials",
+			opts:     Options{Kubeconfig: path, Master: "https://127.0.0.1:7443", QPS: 20, Burst: 100, UserAgent: "csi-attacher/dev"},
+			wantHost: "https://127.0.0.1:7443", wantToken: "secret-token"},
+		{name: "missing kubeconfig", opts: Options{Kubeconfig: missing}, wantErr: "--kubeconfig"},
+		{name: "master with a missing kubeconfig", opts: Options{Kubeconfig: missing, Master: "https://127.0.0.1:7443"}, wantErr: "--master"},
 		{name: "not in a cluster", opts: Options{}, wantErr: "set --kubeconfig"},
 	}
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
@@ -66,7 +76,10 @@ func TestRESTConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.Host != "https://127.0.0.1:6443" || cfg.QPS != 20 || cfg.Burst != 100 || cfg.UserAgent != "csi-attacher/dev" {
+			if cfg.BearerToken != tt.wantToken {
+				t.Errorf("token = %q, want %q", cfg.BearerToken, tt.wantToken)
+			}
+			if cfg.Host != tt.wantHost || cfg.QPS != 20 || cfg.Burst != 100 || cfg.UserAgent != "csi-attacher/dev" {
 				t.Errorf("config host/qps/burst/agent = %s/%v/%d/%s", cfg.Host, cfg.QPS, cfg.Burst, cfg.UserAgent)
 			}
 		})

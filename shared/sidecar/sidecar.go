@@ -1,7 +1,8 @@
 // Package sidecar is the start-up skeleton every Stowage CSI sidecar's main calls. Run parses and validates
 // the standard flags, sets up logging, feature gates and GOMAXPROCS, builds the Kubernetes clients, connects
 // to the CSI driver and waits until it is ready, learns its name and capabilities, serves metrics and health
-// on --http-endpoint, and runs the sidecar's controllers under leader election. On SIGTERM the controllers'
+// on --http-endpoint, lets the sidecar check the driver and add HTTP handlers on every replica (Prepare), and
+// runs the sidecar's controllers under leader election. On SIGTERM the controllers'
 // context is cancelled; Run waits for them to drain and then releases the lease, so a standby takes over at
 // once.
 //
@@ -25,6 +26,10 @@
 //			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
 //		}
 //	}
+//
+// A sidecar with upstream's --master registers it in AddFlags and returns its value from Options.Master. A
+// sidecar that refuses some drivers, or serves more than metrics and health (pprof), does so in
+// Options.Prepare: it runs on standbys too, so they fail fast and answer on the same endpoints as the leader.
 //
 // Inside run, queues come from workqueue.New[T](env.Queues, env.QueueConfig("csi-attacher-va")) and are
 // driven by workqueue.Run(ctx, env.Flags.WorkerThreads, q, handler); both stop taking work when ctx ends and
@@ -73,6 +78,15 @@ type Options struct {
 	AddFlags func(fs *flag.FlagSet, common *flags.Common)
 	// Validate checks the sidecar's own flags after parsing. Optional.
 	Validate func() error
+	// Master returns the API server URL for kubeclient.Options.Master, read once the flags are parsed: a
+	// sidecar with upstream's --master registers that flag in AddFlags and returns its value here. Optional;
+	// nil or "" means --kubeconfig or the in-cluster configuration alone.
+	Master func() string
+	// Prepare is called on every replica once the driver is ready and its name and capabilities are in env
+	// (Events too), before the replica joins the leader election. An error stops start-up and is Run's
+	// result, so a sidecar refuses a driver it cannot serve on standbys as well as on the leader. Handlers
+	// added to env.HTTP here are served on standbys too. Optional.
+	Prepare func(ctx context.Context, env *Env) error
 	// Migration adds upstream's "migrated" label to csi_sidecar_operations_seconds, for sidecars that
 	// serve CSI-migrated in-tree volumes (the attacher and provisioner). The label's value comes from the
 	// call's context (csi-lib-utils connection.AdditionalInfo{Migrated: "true"}), "false" otherwise.
@@ -122,15 +136,11 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 	if stdout == nil {
 		stdout = os.Stdout
 	}
-	fs := flag.NewFlagSet(o.Binary, flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	common, err := flags.Register(fs, o.Defaults)
+	fs, common, err := NewFlagSet(o)
 	if err != nil {
 		return err
 	}
-	if o.AddFlags != nil {
-		o.AddFlags(fs, common)
-	}
+	fs.SetOutput(stdout)
 	if err := fs.Parse(o.Args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -171,9 +181,12 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
 		return err
 	}
-	env.Clients, err = kubeclient.New(kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
-		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)})
-	if err != nil {
+	clientOpts := kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
+		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)}
+	if o.Master != nil {
+		clientOpts.Master = o.Master()
+	}
+	if env.Clients, err = kubeclient.New(clientOpts); err != nil {
 		return err
 	}
 
@@ -231,6 +244,11 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 	}
 	defer env.Events.Shutdown()
 
+	if o.Prepare != nil {
+		if err := o.Prepare(ctx, env); err != nil {
+			return err
+		}
+	}
 	elector, err := leaderelection.New(leaderelection.Config{
 		Enabled:       common.LeaderElection,
 		Client:        env.Clients.LeaderElection,
@@ -251,6 +269,20 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 		env.HTTP.HandleCheck(leaderelection.HealthzPath, elector.Check)
 	}
 	return elector.Run(ctx, func(ctx context.Context) error { return run(ctx, env) })
+}
+
+// NewFlagSet returns the flag set Run parses: the standard flags with o.Defaults, then o.AddFlags. Sidecars'
+// tests use it to check the flags and defaults their binary has.
+func NewFlagSet(o Options) (*flag.FlagSet, *flags.Common, error) {
+	fs := flag.NewFlagSet(o.Binary, flag.ContinueOnError)
+	common, err := flags.Register(fs, o.Defaults)
+	if err != nil {
+		return nil, nil, err
+	}
+	if o.AddFlags != nil {
+		o.AddFlags(fs, common)
+	}
+	return fs, common, nil
 }
 
 // discover waits for the driver and reads what it is, as every upstream sidecar does at start-up.

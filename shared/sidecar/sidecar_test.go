@@ -193,3 +193,142 @@ func TestRunShutsDownCleanlyWhileWaitingForDriver(t *testing.T) {
 		t.Fatal("Run did not return after cancel")
 	}
 }
+
+func TestNewFlagSetHasStandardAndOwnFlags(t *testing.T) {
+	o := options()
+	var master string
+	o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&master, "master", "", "API server URL") }
+	fs, common, err := NewFlagSet(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, def := range map[string]string{"timeout": "15s", "worker-threads": "10", "kubeconfig": "", "master": ""} {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("--%s missing", name)
+			continue
+		}
+		if f.DefValue != def {
+			t.Errorf("--%s default %q, want %q", name, f.DefValue, def)
+		}
+	}
+	if err := fs.Parse([]string{"--timeout=2s", "--master=https://127.0.0.1:7443"}); err != nil {
+		t.Fatal(err)
+	}
+	if common.Timeout != 2*time.Second || master != "https://127.0.0.1:7443" {
+		t.Errorf("parsed timeout %s, master %q", common.Timeout, master)
+	}
+}
+
+// The sidecar's own --master value reaches the clients: it overrides the kubeconfig's server.
+func TestRunBuildsClientsWithMaster(t *testing.T) {
+	resetLogging(t)
+	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d"})
+	o := options("--csi-address", driver.Address, "--kubeconfig", kubeconfig(t), "--master=https://127.0.0.1:7443")
+	var master string
+	o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&master, "master", "", "API server URL") }
+	o.Master = func() string { return master }
+	sentinel := errors.New("controllers stopped")
+	err := Run(context.Background(), o, func(_ context.Context, env *Env) error {
+		if got := env.Clients.Config.Host; got != "https://127.0.0.1:7443" {
+			t.Errorf("client host %q, want --master's", got)
+		}
+		if env.Clients.Config.BearerToken != "t" {
+			t.Error("--master dropped the kubeconfig's credentials")
+		}
+		return sentinel
+	})
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("Run() = %v, want the controllers' error", err)
+	}
+}
+
+// Prepare runs on a replica that is not (yet) the leader: its handlers are served and an error from it ends
+// start-up. The API server is unreachable, so this replica can never win the election.
+func TestRunPreparesBeforeLeaderElection(t *testing.T) {
+	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{
+		Name:           "hostpath.csi.k8s.io",
+		PluginServices: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE},
+		ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME},
+	})
+	args := []string{"--csi-address", driver.Address, "--kubeconfig", kubeconfig(t), "--http-endpoint=127.0.0.1:0",
+		"--leader-election", "--leader-election-namespace=default", "--leader-election-retry-period=100ms"}
+	notLeader := func(context.Context, *Env) error {
+		t.Error("run was called on a replica that cannot lead")
+		return nil
+	}
+
+	t.Run("handlers are served on a standby", func(t *testing.T) {
+		resetLogging(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		o := options(args...)
+		urls := make(chan string, 1)
+		o.Prepare = func(_ context.Context, env *Env) error {
+			if env.DriverName != "hostpath.csi.k8s.io" || !env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME) {
+				t.Errorf("Prepare got driver %q, capabilities %v", env.DriverName, env.ControllerCaps)
+			}
+			if env.Events == nil || env.Clients == nil || env.HTTP == nil {
+				t.Error("Prepare's env lacks events, clients or the HTTP server")
+				return errors.New("incomplete env")
+			}
+			env.HTTP.Handle("/debug/standby", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				_, _ = io.WriteString(w, "standby")
+			}))
+			urls <- env.HTTP.URL("/debug/standby")
+			return nil
+		}
+		result := make(chan error, 1)
+		go func() { result <- Run(ctx, o, notLeader) }()
+		var url string
+		select {
+		case url = <-urls:
+		case err := <-result:
+			t.Fatalf("Run() = %v before Prepare", err)
+		}
+		var body string
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			resp, err := http.Get(url)
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if body = string(b); resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Prepare's handler not served on the standby: %v %q", err, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if body != "standby" {
+			t.Errorf("handler answered %q", body)
+		}
+		cancel()
+		select {
+		case err := <-result:
+			if err != nil {
+				t.Fatalf("Run() = %v after cancel on a standby, want nil", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run did not return after cancel")
+		}
+	})
+
+	t.Run("an error stops start-up", func(t *testing.T) {
+		resetLogging(t)
+		o := options(args...)
+		refused := errors.New("driver refused")
+		o.Prepare = func(context.Context, *Env) error { return refused }
+		result := make(chan error, 1)
+		go func() { result <- Run(context.Background(), o, notLeader) }()
+		select {
+		case err := <-result:
+			if !errors.Is(err, refused) {
+				t.Fatalf("Run() = %v, want Prepare's error", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Run joined the election after Prepare failed")
+		}
+	})
+}
