@@ -27,5 +27,8 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sso v1.39.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.44.2 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.51.7 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	github.com/stowage-csi/stowage/shared v0.0.0
+	golang.org/x/sys v0.49.0
 )
+
+replace github.com/stowage-csi/stowage/shared => ../shared

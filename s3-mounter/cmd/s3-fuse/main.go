@@ -22,13 +22,11 @@ import (
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/mount"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/options"
+	"github.com/stowage-csi/stowage/shared/version"
 )
 
 // readyFDEnv names the fd on which a background child reports "ok" or its error to the parent.
 const readyFDEnv = "S3_FUSE_READY_FD"
-
-// version is set at build time with -ldflags -X.
-var version = "dev"
 
 func main() {
 	os.Exit(realMain(os.Args[1:]))
@@ -45,7 +43,7 @@ func realMain(args []string) int {
 		return 0
 	}
 	if cfg.ShowVersion {
-		fmt.Println("s3-fuse", version)
+		_ = version.Print(os.Stdout, "s3-fuse")
 		return 0
 	}
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
