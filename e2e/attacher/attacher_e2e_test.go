@@ -295,12 +295,12 @@ func testFailover(t *testing.T, r *rig, sig syscall.Signal) {
 		return drv.Calls(csimock.ControllerPublishVolume) >= 1, nil
 	})
 
-	leader.signal(sig)
+	leader.Signal(sig)
 	if sig == syscall.SIGTERM {
 		close(release) // the leader's in-flight calls fail, its workers drain, it releases the lease
 	}
 	waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-	exitErr := leader.wait(waitCtx)
+	exitErr := leader.Wait(waitCtx)
 	waitCancel()
 	stoppedAt := time.Now()
 	if sig == syscall.SIGTERM {

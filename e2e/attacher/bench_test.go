@@ -105,8 +105,8 @@ func TestBenchAttachStorm(t *testing.T) {
 		}
 		res.writesPerVA = float64(res.writes) / float64(n)
 		rows = append(rows, res)
-		p.signal(syscall.SIGTERM)
-		_ = p.wait(ctx)
+		p.Signal(syscall.SIGTERM)
+		_ = p.Wait(ctx)
 		drv.Stop()
 		cancel()
 	}

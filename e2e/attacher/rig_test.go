@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -96,38 +95,24 @@ func startRig(t *testing.T) *rig {
 	return r
 }
 
-// buildAttacher builds ../../attacher/cmd/csi-attacher into dir with a version stamp.
+// buildAttacher builds the attacher module's csi-attacher into dir with a version stamp.
 func buildAttacher(t *testing.T, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "csi-attacher")
-	cmd := exec.Command("go", "build", "-o", bin,
-		"-ldflags", "-X github.com/stowage-csi/stowage/shared/version.Version=e2e",
-		"./cmd/csi-attacher")
-	cmd.Dir = "../../attacher"
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build csi-attacher: %v\n%s", err, out)
+	root, err := e2erig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := e2erig.BuildCommand(context.Background(), root, "attacher", "csi-attacher", dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
 
-// attacherProc is one running csi-attacher.
-type attacherProc struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{}
-	err     error
-}
-
 // startAttacher runs csi-attacher against endpoint as the attacher's ServiceAccount. It is killed when
-// the test ends, if it is still running.
-func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string) *attacherProc {
+// the test ends, if it is still running, and its log is printed if the test failed.
+func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string) *e2erig.Process {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	args = append([]string{
 		"--kubeconfig=" + r.kubeconfig,
 		"--csi-address=" + endpoint,
@@ -135,57 +120,18 @@ func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string)
 		"--leader-election-namespace=" + attacherNamespace,
 		"-v=2",
 	}, args...)
-	cmd := exec.Command(r.binary, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: r.binary, Args: args, LogDir: t.TempDir()})
+	if err != nil {
 		t.Fatalf("start csi-attacher: %v", err)
 	}
-	p := &attacherProc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		p.signal(syscall.SIGKILL)
-		<-p.done
+		p.Signal(syscall.SIGKILL)
+		<-p.Done()
 		if t.Failed() {
-			t.Logf("%s log:\n%s", name, p.tail(40))
+			t.Logf("%s log:\n%s", name, p.Tail(40))
 		}
 	})
 	return p
-}
-
-func (p *attacherProc) signal(sig syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(sig)
-	}
-}
-
-// wait waits for the process to exit and returns its error.
-func (p *attacherProc) wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (p *attacherProc) tail(n int) string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event the tests read.

@@ -3,7 +3,6 @@
 package provisioner
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -43,12 +42,9 @@ const (
 // repoRoot is the folder holding go.work.
 func repoRoot(t testing.TB) string {
 	t.Helper()
-	dir, err := filepath.Abs("../..")
+	dir, err := rig.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "go.work")); err != nil {
-		t.Fatalf("repository root not found from %s: %v", dir, err)
 	}
 	return dir
 }
@@ -79,13 +75,7 @@ func provisionerBinary(t testing.TB) string {
 			return
 		}
 		binDir = dir
-		binPath = filepath.Join(dir, "csi-provisioner")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/csi-provisioner")
-		cmd.Dir = filepath.Join(repoRoot(t), "provisioner")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build csi-provisioner: %v\n%s", err, out)
-		}
+		binPath, buildErr = rig.BuildCommand(context.Background(), repoRoot(t), "provisioner", "csi-provisioner", dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -109,22 +99,8 @@ func serviceAccountKubeconfig(t testing.TB, c *cluster.Cluster) string {
 
 // process is one running csi-provisioner.
 type process struct {
-	cmd     *exec.Cmd
-	log     *bytes.Buffer
-	mu      *sync.Mutex
+	*rig.Process
 	httpURL string
-	done    chan struct{}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
 }
 
 // startProvisioner runs csi-provisioner with the given kubeconfig and CSI endpoint plus extra flags, with leader
@@ -142,21 +118,19 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 		"--retry-interval-start=200ms", "--retry-interval-max=10s",
 		"-v=2",
 	}, extra...)
-	p := &process{log: &bytes.Buffer{}, mu: &sync.Mutex{}, httpURL: "http://127.0.0.1:" + port, done: make(chan struct{})}
-	p.cmd = exec.Command(provisionerBinary(t), args...)
-	p.cmd.Stdout = lockedWriter{p.mu, p.log}
-	p.cmd.Stderr = lockedWriter{p.mu, p.log}
-	// NAMESPACE is what a pod spec passes down for --enable-capacity.
-	p.cmd.Env = append(os.Environ(), "NAMESPACE="+namespace)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	proc, err := rig.Start(rig.Spec{
+		Name: "csi-provisioner", Path: provisionerBinary(t), Args: args, LogDir: t.TempDir(),
+		// NAMESPACE is what a pod spec passes down for --enable-capacity.
+		Env: append(os.Environ(), "NAMESPACE="+namespace),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	p := &process{Process: proc, httpURL: "http://127.0.0.1:" + port}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
-			t.Logf("csi-provisioner (pid %d) log:\n%s", p.cmd.Process.Pid, p.logTail(300))
+			t.Logf("csi-provisioner (pid %d) log:\n%s", p.Pid(), p.Tail(300))
 		}
 	})
 	return p
@@ -164,25 +138,14 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *process) kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
-}
-
-func (p *process) logTail(lines int) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	all := strings.Split(p.log.String(), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
+	p.Signal(syscall.SIGKILL)
+	<-p.Done()
 }
 
 // logContains reports whether the process logged s so far.
 func (p *process) logContains(s string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Contains(p.log.String(), s)
+	data, err := os.ReadFile(p.LogPath)
+	return err == nil && strings.Contains(string(data), s)
 }
 
 func freePort(t testing.TB) string {

@@ -1,6 +1,7 @@
 package rig
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -80,6 +81,23 @@ func (p *Process) Exited() (bool, error) {
 		return true, p.waitErr
 	default:
 		return false, nil
+	}
+}
+
+// Signal sends sig to the process group unless the process has already ended.
+func (p *Process) Signal(sig syscall.Signal) {
+	if done, _ := p.Exited(); !done {
+		_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	}
+}
+
+// Wait waits for the process to end and returns how it ended, or ctx's error if ctx ends first.
+func (p *Process) Wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

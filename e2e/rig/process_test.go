@@ -1,8 +1,10 @@
 package rig
 
 import (
+	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,4 +87,27 @@ func TestLogAndEnvironment(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestSignalAndWait(t *testing.T) {
+	p, err := Start(Spec{Name: "sleeper", Path: "/bin/sleep", Args: []string{"300"}, LogDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Stop(time.Second) })
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := p.Wait(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait on a running process = %v, want the context's deadline", err)
+	}
+	p.Signal(syscall.SIGTERM)
+	err = p.Wait(context.Background())
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) {
+		t.Fatalf("Wait after SIGTERM = %v, want an exit error", err)
+	}
+	if ws, ok := exitErr.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("Wait after SIGTERM = %v, want killed by SIGTERM", err)
+	}
+	p.Signal(syscall.SIGKILL) // an ended process is left alone, without blocking
 }
