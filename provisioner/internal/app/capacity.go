@@ -15,13 +15,12 @@ import (
 
 	"github.com/stowage-csi/stowage/provisioner/internal/capacity"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
-	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
 // newCapacity builds the CSIStorageCapacity controller: its own client (--kube-api-capacity-qps/-burst, so
 // capacity updates never queue behind provisioning), the pod's namespace and owner from NAMESPACE and POD_NAME
 // as upstream reads them, and a re-run whenever a StorageClass or CSINode changes.
-func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informers.SharedInformerFactory, _ *workqueue.Metrics) (*capacity.Controller, error) {
+func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informers.SharedInformerFactory) (*capacity.Controller, error) {
 	if !d.caps.GetCapacity {
 		return nil, errors.New("--enable-capacity needs a driver with the GET_CAPACITY capability")
 	}
@@ -29,7 +28,7 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 	if ns == "" {
 		return nil, errors.New("--enable-capacity needs the NAMESPACE environment variable")
 	}
-	capCfg := kubeclient.ForCore(d.restCfg)
+	capCfg := kubeclient.ForCore(d.env.Clients.Config)
 	capCfg.QPS, capCfg.Burst = float32(cfg.KubeAPICapacityQPS), cfg.KubeAPICapacityBurst
 	kube, err := kubernetes.NewForConfig(capCfg)
 	if err != nil {
@@ -54,10 +53,10 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 	}
 	ctrl, err := capacity.New(capacity.Config{
 		Driver: d.driver, Namespace: ns, NodeName: d.nodeName, Owner: owner,
-		PollInterval: cfg.CapacityPollInterval, Timeout: cfg.Common.Timeout,
+		PollInterval: cfg.CapacityPollInterval, Timeout: d.env.Flags.Timeout,
 		ForImmediateBinding: cfg.CapacityForImmediateBinding, HasTopology: d.caps.Topology,
-	}, kube, csi.NewControllerClient(d.conn.GRPC()), factory.Storage().V1().StorageClasses().Lister(),
-		csiNodes, nodes, d.reg.Registerer())
+	}, kube, csi.NewControllerClient(d.env.CSI.GRPC()), factory.Storage().V1().StorageClasses().Lister(),
+		csiNodes, nodes, d.env.Metrics.Registerer())
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
-// Package app wires the provisioner: flags, clients, the CSI connection, leader election, informers, queues,
-// the HTTP server, and the controllers.
+// Package app is the provisioner proper, started by shared/sidecar: its flags, the checks every replica makes
+// before the leader election (Prepare), and the informers, queues and controllers the leader runs.
 package app
 
 import (
@@ -8,12 +8,21 @@ import (
 	"time"
 
 	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/sidecar"
 )
 
-// Config is every flag's value.
-type Config struct {
-	Common *flags.Common
+// Upstream's binary name and its --timeout and --worker-threads defaults. The Lease is named for the driver
+// alone (no prefix), as upstream's provisioner names it.
+const (
+	Binary     = "csi-provisioner"
+	LockPrefix = ""
+)
 
+// Defaults are the standard flags' provisioner defaults.
+var Defaults = flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100}
+
+// Config holds the provisioner's own flags (the standard ones are in sidecar.Env.Flags).
+type Config struct {
 	Master                         string
 	VolumeNamePrefix               string
 	VolumeNameUUIDLength           int
@@ -39,14 +48,24 @@ type Config struct {
 	NodeDeploymentMaxDelay         time.Duration
 }
 
-// RegisterFlags adds the standard sidecar flags (with the provisioner's defaults: --timeout 10s,
-// --worker-threads 100) and the provisioner's own, with upstream's names and defaults.
-func RegisterFlags(fs *flag.FlagSet) (*Config, error) {
-	common, err := flags.Register(fs, flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100})
-	if err != nil {
-		return nil, err
+// Options are what main passes to sidecar.Run: upstream's flags and defaults, --master for the clients, the
+// driver checks and pprof on every replica (Prepare), and the "migrated" label on CSI call metrics.
+func (c *Config) Options(args []string) sidecar.Options {
+	return sidecar.Options{
+		Binary:     Binary,
+		Defaults:   Defaults,
+		LockPrefix: LockPrefix,
+		Args:       args,
+		AddFlags:   c.AddFlags,
+		Validate:   c.Validate,
+		Master:     func() string { return c.Master },
+		Prepare:    c.Prepare,
+		Migration:  true,
 	}
-	c := &Config{Common: common}
+}
+
+// AddFlags registers the provisioner's own flags with upstream's names and defaults.
+func (c *Config) AddFlags(fs *flag.FlagSet, _ *flags.Common) {
 	fs.StringVar(&c.Master, "master", "", "Master URL to build a client config from. Either this or kubeconfig needs to be set if the provisioner is being run out of cluster.")
 	fs.StringVar(&c.VolumeNamePrefix, "volume-name-prefix", "pvc", "Prefix to apply to the name of a created volume.")
 	fs.IntVar(&c.VolumeNameUUIDLength, "volume-name-uuid-length", -1, "Truncates generated UUID of a created volume to this length. Defaults behavior is to NOT truncate.")
@@ -70,14 +89,10 @@ func RegisterFlags(fs *flag.FlagSet) (*Config, error) {
 	fs.BoolVar(&c.NodeDeploymentImmediateBinding, "node-deployment-immediate-binding", true, "Determines whether immediate binding is supported when deployed on each node.")
 	fs.DurationVar(&c.NodeDeploymentBaseDelay, "node-deployment-base-delay", 20*time.Second, "Accepted for compatibility; Stowage resolves the race for immediate claims with one preconditioned patch instead of delays.")
 	fs.DurationVar(&c.NodeDeploymentMaxDelay, "node-deployment-max-delay", 60*time.Second, "Accepted for compatibility (see --node-deployment-base-delay).")
-	return c, nil
 }
 
-// validate checks the provisioner's own flags after the common ones.
-func (c *Config) validate() error {
-	if err := c.Common.Validate(); err != nil {
-		return err
-	}
+// Validate checks the provisioner's own flags (sidecar.Run has checked the standard ones).
+func (c *Config) Validate() error {
 	if c.VolumeNamePrefix == "" {
 		return fmt.Errorf("--volume-name-prefix must not be empty")
 	}

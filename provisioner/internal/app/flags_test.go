@@ -1,14 +1,19 @@
 package app
 
 import (
-	"flag"
+	"context"
+	"strings"
 	"testing"
+
+	"github.com/stowage-csi/stowage/shared/sidecar"
 )
 
 // The defaults are upstream's (reference/sidecars.md §2), except the shared QPS/burst Stowage raises on purpose.
+// The flag set is the one sidecar.Run parses for the binary.
 func TestFlagDefaultsMatchUpstream(t *testing.T) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	if _, err := RegisterFlags(fs); err != nil {
+	var cfg Config
+	fs, _, err := sidecar.NewFlagSet(cfg.Options(nil))
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
@@ -35,23 +40,43 @@ func TestFlagDefaultsMatchUpstream(t *testing.T) {
 	}
 }
 
+// Invalid flags stop sidecar.Run before it builds a client or dials the driver.
 func TestValidate(t *testing.T) {
-	for _, args := range [][]string{
-		{"--volume-name-prefix="},
-		{"--cloning-protection-threads=0"},
-		{"--enable-capacity", "--capacity-poll-interval=0"},
-		{"--timeout=0"},
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--volume-name-prefix="}, "--volume-name-prefix"},
+		{[]string{"--cloning-protection-threads=0"}, "--cloning-protection-threads"},
+		{[]string{"--enable-capacity", "--capacity-poll-interval=0"}, "--capacity-poll-interval"},
+		{[]string{"--timeout=0"}, "--timeout"},
 	} {
-		fs := flag.NewFlagSet("test", flag.ContinueOnError)
-		cfg, err := RegisterFlags(fs)
-		if err != nil {
-			t.Fatal(err)
+		var cfg Config
+		err := sidecar.Run(context.Background(), cfg.Options(tt.args), func(context.Context, *sidecar.Env) error {
+			t.Errorf("%v: the controllers ran", tt.args)
+			return nil
+		})
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%v: Run() = %v, want an error naming %s", tt.args, err, tt.wantErr)
 		}
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		if err := cfg.validate(); err == nil {
-			t.Errorf("%v accepted", args)
-		}
+	}
+}
+
+// --master is the provisioner's own flag; Options hands its parsed value to the clients.
+func TestOptionsPassMasterAfterParsing(t *testing.T) {
+	var cfg Config
+	o := cfg.Options(nil)
+	fs, _, err := sidecar.NewFlagSet(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse([]string{"--master=https://127.0.0.1:7443"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.Master(); got != "https://127.0.0.1:7443" {
+		t.Errorf("Options.Master() = %q after parsing --master", got)
+	}
+	if !o.Migration || o.LockPrefix != "" || o.Binary != "csi-provisioner" || o.Prepare == nil {
+		t.Errorf("options %+v: want the migrated label, the driver name as Lease name, and Prepare", o)
 	}
 }
