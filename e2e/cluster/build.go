@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 
 	"golang.org/x/mod/modfile"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // toolModule is one nested module under e2e/tools that builds control-plane binaries. Each has its own
@@ -90,7 +91,7 @@ func ensureToolModule(ctx context.Context, repoRoot, cache string, tm toolModule
 	if err := os.MkdirAll(binDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create binary cache: %w", err)
 	}
-	unlock, err := lockFile(ctx, filepath.Join(cache, "bin", ".build.lock"))
+	unlock, err := rig.LockFile(ctx, filepath.Join(cache, "bin", ".build.lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -134,38 +135,6 @@ func missing(paths map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// lockFile takes an exclusive flock on path, waiting (and saying so) while another process holds it.
-func lockFile(ctx context.Context, path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open build lock: %w", err)
-	}
-	logger := klog.FromContext(ctx)
-	for waited := false; ; waited = true {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if !waited {
-			logger.Info("Waiting for another process building control-plane binaries", "lock", path)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("wait for build lock %s: %w", path, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 // goBuild builds pkgs of the module in modDir into a scratch folder and renames each binary into binDir,

@@ -1,3 +1,4 @@
 // Package rig holds the small pieces every end-to-end harness in this module needs: finding the repository,
-// building one of its binaries, and running a child process that cannot outlive the test.
+// building one of its binaries, serialising builds into a shared cache with a file lock, and running a child
+// process that cannot outlive the test.
 package rig

@@ -5,14 +5,11 @@ package s3server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 )
@@ -46,7 +43,7 @@ func Binary(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(ctx, filepath.Join(dir, ".lock"))
+	unlock, err := rig.LockFile(ctx, filepath.Join(dir, ".lock"))
 	if err != nil {
 		return "", err
 	}
@@ -66,33 +63,6 @@ func Binary(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return bin, nil
-}
-
-func lockFile(ctx context.Context, path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			_ = f.Close()
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
 }
 
 // cleanEnv drops AWS_* settings (AWS_CA_BUNDLE, profiles) from env so they cannot leak into a child.
