@@ -184,13 +184,21 @@ func TestRunShutsDownCleanlyWhileWaitingForDriver(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
+	if err := returned(t, result, "after cancel"); err != nil {
+		t.Fatalf("Run() = %v after cancel during start-up, want nil", err)
+	}
+}
+
+// returned waits for Run's result; a Run that does not return within 30 s fails the test, saying when it
+// should have.
+func returned(t *testing.T, result <-chan error, when string) error {
+	t.Helper()
 	select {
 	case err := <-result:
-		if err != nil {
-			t.Fatalf("Run() = %v after cancel during start-up, want nil", err)
-		}
+		return err
 	case <-time.After(30 * time.Second):
-		t.Fatal("Run did not return after cancel")
+		t.Fatalf("Run did not return %s", when)
+		return nil
 	}
 }
 
@@ -305,13 +313,8 @@ func TestRunPreparesBeforeLeaderElection(t *testing.T) {
 			t.Errorf("handler answered %q", body)
 		}
 		cancel()
-		select {
-		case err := <-result:
-			if err != nil {
-				t.Fatalf("Run() = %v after cancel on a standby, want nil", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run did not return after cancel")
+		if err := returned(t, result, "after cancel"); err != nil {
+			t.Fatalf("Run() = %v after cancel on a standby, want nil", err)
 		}
 	})
 
@@ -322,13 +325,8 @@ func TestRunPreparesBeforeLeaderElection(t *testing.T) {
 		o.Prepare = func(context.Context, *Env) error { return refused }
 		result := make(chan error, 1)
 		go func() { result <- Run(context.Background(), o, notLeader) }()
-		select {
-		case err := <-result:
-			if !errors.Is(err, refused) {
-				t.Fatalf("Run() = %v, want Prepare's error", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Run joined the election after Prepare failed")
+		if err := returned(t, result, "after Prepare failed (it joined the election)"); !errors.Is(err, refused) {
+			t.Fatalf("Run() = %v, want Prepare's error", err)
 		}
 	})
 }
