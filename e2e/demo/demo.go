@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/funcr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/e2e/ebse2e"
@@ -108,40 +107,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.Keep {
 		return nil
 	}
-	return keep(ctx, s, l, report, out)
+	return keep(ctx, s, l, out)
 }
 
 // keep leaves a volume in use on node A and waits for Ctrl-C.
-func keep(ctx context.Context, s *ebse2e.Stack, l *ebse2e.Lifecycle, report *ebse2e.Report, out io.Writer) error {
-	report.Scenario("Kept running: PVC data-1 in use by Pod app-1 on " + l.NodeA)
-	err := report.Step(ctx, "Pod app-1 Running", func(ctx context.Context) (string, error) {
-		kube := s.Client
-		if _, err := kube.CoreV1().PersistentVolumeClaims(ebse2e.Namespace).Create(ctx, ebse2e.Claim("data-1", "stowage-ext4", "1Gi", l.NodeA, false), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().Pods(ebse2e.Namespace).Create(ctx, ebse2e.Pod("app-1", l.NodeA, "data-1", false), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		deadline := time.Now().Add(ebse2e.StepTimeout)
-		for time.Now().Before(deadline) {
-			pod, err := kube.CoreV1().Pods(ebse2e.Namespace).Get(ctx, "app-1", metav1.GetOptions{})
-			if err == nil && pod.Status.Phase == "Running" {
-				claim, err := kube.CoreV1().PersistentVolumeClaims(ebse2e.Namespace).Get(ctx, "data-1", metav1.GetOptions{})
-				if err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("Pod app-1 Running on %s with PVC data-1 (%s) published at %s", l.NodeA, claim.Spec.VolumeName,
-					s.Nodes[l.NodeA].Kubelet.PublishPath(string(pod.UID), claim.Spec.VolumeName)), nil
-			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-		return "", fmt.Errorf("pod app-1 not Running after %s", ebse2e.StepTimeout)
-	})
-	if err != nil {
+func keep(ctx context.Context, s *ebse2e.Stack, l *ebse2e.Lifecycle, out io.Writer) error {
+	if err := l.KeepInUse(ctx); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, `

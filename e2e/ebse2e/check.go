@@ -1,6 +1,7 @@
 package ebse2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,4 +51,12 @@ func LoopDevicesUnder(dir string) []string {
 		}
 	}
 	return out
+}
+
+// checkFSType fails unless a file system of type want is mounted at path; what names path in the error.
+func checkFSType(what, path, want string) error {
+	if fs, err := mountFSType(path); err != nil || fs != want {
+		return fmt.Errorf("%s has %q mounted, want %s (%v)", what, fs, want, err)
+	}
+	return nil
 }

@@ -5,12 +5,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
 const (
@@ -97,4 +101,88 @@ func poll(ctx context.Context, what string, cond func(ctx context.Context) (done
 		case <-t.C:
 		}
 	}
+}
+
+// filesystemClass is a gp3 StorageClass whose volumes are formatted with fsType.
+func filesystemClass(name, fsType string) *storagev1.StorageClass {
+	return StorageClass(name, map[string]string{"type": "gp3", "csi.storage.k8s.io/fstype": fsType})
+}
+
+// create creates class, claim and pod, in that order, skipping those that are nil, and returns the
+// created claim (nil when there is none).
+func (l *Lifecycle) create(ctx context.Context, class *storagev1.StorageClass, claim *v1.PersistentVolumeClaim, pod *v1.Pod) (*v1.PersistentVolumeClaim, error) {
+	kube := l.S.Client
+	if class != nil {
+		if _, err := kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	var created *v1.PersistentVolumeClaim
+	if claim != nil {
+		var err error
+		if created, err = kube.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if pod != nil {
+		if _, err := kube.CoreV1().Pods(Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return created, nil
+}
+
+// createAndStart creates class (unless nil), claim and pod, waits for the claim to be Bound, checks its
+// volume with checkVolume (unless nil) and waits for the Pod to run.
+func (l *Lifecycle) createAndStart(ctx context.Context, class *storagev1.StorageClass, claim *v1.PersistentVolumeClaim, pod *v1.Pod,
+	checkVolume func(ec2sim.VolumeState) error) (*v1.PersistentVolume, ec2sim.VolumeState, *v1.Pod, error) {
+	if _, err := l.create(ctx, class, claim, pod); err != nil {
+		return nil, ec2sim.VolumeState{}, nil, err
+	}
+	pv, vol, err := l.waitBound(ctx, claim.Name)
+	if err != nil {
+		return nil, ec2sim.VolumeState{}, nil, err
+	}
+	if checkVolume != nil {
+		if err := checkVolume(vol); err != nil {
+			return nil, ec2sim.VolumeState{}, nil, err
+		}
+	}
+	running, err := l.waitRunning(ctx, pod.Name)
+	if err != nil {
+		return nil, ec2sim.VolumeState{}, nil, err
+	}
+	return pv, vol, running, nil
+}
+
+// publishedFile is the path, on node's kubelet, of file in the scenario volume as published to pod.
+func (l *Lifecycle) publishedFile(ctx context.Context, node, pod, file string) (string, error) {
+	p, err := l.S.Client.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(l.S.Nodes[node].Kubelet.PublishPath(string(p.UID), l.pvName), file), nil
+}
+
+// deleteAll deletes every object list returns (one already gone counts as deleted) and returns their names.
+func deleteAll(ctx context.Context, list func(context.Context) ([]string, error), del func(ctx context.Context, name string) error) ([]string, error) {
+	names, err := list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if err := del(ctx, n); err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return names, nil
+}
+
+// objectNames maps items to their names.
+func objectNames[T any](items []T, name func(T) string) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, name(it))
+	}
+	return out
 }

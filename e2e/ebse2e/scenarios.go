@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -51,12 +48,25 @@ func NewLifecycle(s *Stack, r *Report) (*Lifecycle, error) {
 	return l, nil
 }
 
-func (l *Lifecycle) step(ctx context.Context, name string, fn func(ctx context.Context) (string, error)) error {
-	return l.R.Step(ctx, name, func(ctx context.Context) (string, error) {
-		ctx, cancel := context.WithTimeout(ctx, StepTimeout)
-		defer cancel()
-		return fn(ctx)
-	})
+// step is one reported step of a scenario: run returns the line the report prints for it.
+type step struct {
+	name string
+	run  func(ctx context.Context) (string, error)
+}
+
+// steps runs each step in order, each under its own StepTimeout, and stops at the first that fails.
+func (l *Lifecycle) steps(ctx context.Context, steps ...step) error {
+	for _, s := range steps {
+		err := l.R.Step(ctx, s.name, func(ctx context.Context) (string, error) {
+			ctx, cancel := context.WithTimeout(ctx, StepTimeout)
+			defer cancel()
+			return s.run(ctx)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Provision is scenario 1: a WaitForFirstConsumer ext4 class, a claim for node A, a Pod on node A; the
@@ -64,23 +74,14 @@ func (l *Lifecycle) step(ctx context.Context, name string, fn func(ctx context.C
 // written through the published path.
 func (l *Lifecycle) Provision(ctx context.Context) error {
 	l.R.Scenario("1. Provision, attach, format, mount, write")
-	kube := l.S.Client
-	if err := l.step(ctx, "create StorageClass, PVC and Pod", func(ctx context.Context) (string, error) {
-		if _, err := kube.StorageV1().StorageClasses().Create(ctx, StorageClass("stowage-ext4", map[string]string{
-			"type": "gp3", "csi.storage.k8s.io/fstype": "ext4"}), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, Claim("data-0", "stowage-ext4", "1Gi", l.NodeA, false), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().Pods(Namespace).Create(ctx, Pod("writer-0", l.NodeA, "data-0", false), metav1.CreateOptions{}); err != nil {
+	return l.steps(ctx, step{"create StorageClass, PVC and Pod", func(ctx context.Context) (string, error) {
+		_, err := l.create(ctx, filesystemClass("stowage-ext4", "ext4"),
+			Claim("data-0", "stowage-ext4", "1Gi", l.NodeA, false), Pod("writer-0", l.NodeA, "data-0", false))
+		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("StorageClass stowage-ext4 (WaitForFirstConsumer, ext4), PVC data-0 and Pod writer-0 on %s created", l.NodeA), nil
-	}); err != nil {
-		return err
-	}
-	if err := l.step(ctx, "PVC data-0 Bound", func(ctx context.Context) (string, error) {
+	}}, step{"PVC data-0 Bound", func(ctx context.Context) (string, error) {
 		pv, vol, err := l.waitBound(ctx, "data-0")
 		if err != nil {
 			return "", err
@@ -90,50 +91,38 @@ func (l *Lifecycle) Provision(ctx context.Context) error {
 			return "", fmt.Errorf("volume %s is in %s, node %s in %s", vol.ID, vol.Zone, l.NodeA, want)
 		}
 		return fmt.Sprintf("PVC data-0 Bound to %s (EBS %s, %s, %d GiB, in %s)", pv.Name, vol.ID, vol.Type, vol.SizeGiB, vol.Zone), nil
-	}); err != nil {
-		return err
-	}
-	if err := l.step(ctx, "volume attached to node A", func(ctx context.Context) (string, error) {
+	}}, step{"volume attached to node A", func(ctx context.Context) (string, error) {
 		a, err := l.waitAttached(ctx, l.NodeA)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s attached to %s (%s) as %s, loop device %s", l.volumeID, l.NodeA, a.InstanceID, a.Device, a.LoopDevice), nil
-	}); err != nil {
-		return err
-	}
-	if err := l.step(ctx, "Pod writer-0 Running", func(ctx context.Context) (string, error) {
+	}}, step{"Pod writer-0 Running", func(ctx context.Context) (string, error) {
 		pod, err := l.waitRunning(ctx, "writer-0")
 		if err != nil {
 			return "", err
 		}
 		node := l.S.Nodes[l.NodeA].Kubelet
-		fs, err := mountFSType(node.StagingPath(l.volumeID))
-		if err != nil || fs != "ext4" {
-			return "", fmt.Errorf("staging path %s has %q mounted, want ext4 (%v)", node.StagingPath(l.volumeID), fs, err)
+		if err := checkFSType("staging path "+node.StagingPath(l.volumeID), node.StagingPath(l.volumeID), "ext4"); err != nil {
+			return "", err
 		}
-		if fs, err := mountFSType(node.PublishPath(string(pod.UID), l.pvName)); err != nil || fs != "ext4" {
-			return "", fmt.Errorf("publish path has %q mounted, want ext4 (%v)", fs, err)
+		if err := checkFSType("publish path", node.PublishPath(string(pod.UID), l.pvName), "ext4"); err != nil {
+			return "", err
 		}
 		return fmt.Sprintf("Pod writer-0 Running on %s: formatted ext4, staged at globalmount, published", l.NodeA), nil
-	}); err != nil {
-		return err
-	}
-	return l.step(ctx, "write a file through the published path", func(ctx context.Context) (string, error) {
-		pod, err := kube.CoreV1().Pods(Namespace).Get(ctx, "writer-0", metav1.GetOptions{})
+	}}, step{"write a file through the published path", func(ctx context.Context) (string, error) {
+		path, err := l.publishedFile(ctx, l.NodeA, "writer-0", "data.bin")
 		if err != nil {
 			return "", err
 		}
 		data := make([]byte, 1<<20)
 		_, _ = rand.Read(data)
-		path := filepath.Join(l.S.Nodes[l.NodeA].Kubelet.PublishPath(string(pod.UID), l.pvName), "data.bin")
 		if err := writeSynced(path, data); err != nil {
 			return "", err
 		}
-		sum := sha256.Sum256(data)
-		l.digest = hex.EncodeToString(sum[:])
+		l.digest = digest(data)
 		return fmt.Sprintf("Wrote 1 MiB to /data/data.bin of writer-0 (sha256 %s)", l.digest[:12]), nil
-	})
+	}})
 }
 
 // Move is scenario 2: the Pod is deleted (unpublished, unstaged, detached), a new Pod on node B in the same
@@ -144,7 +133,7 @@ func (l *Lifecycle) Move(ctx context.Context) error {
 	if l.volumeID == "" {
 		return fmt.Errorf("scenario 1 did not run")
 	}
-	if err := l.step(ctx, "Pod writer-0 deleted", func(ctx context.Context) (string, error) {
+	if err := l.steps(ctx, step{"Pod writer-0 deleted", func(ctx context.Context) (string, error) {
 		if err := kube.CoreV1().Pods(Namespace).Delete(ctx, "writer-0", metav1.DeleteOptions{}); err != nil {
 			return "", err
 		}
@@ -156,10 +145,7 @@ func (l *Lifecycle) Move(ctx context.Context) error {
 			return "", fmt.Errorf("mounts left on %s: %v (%v)", l.NodeA, left, err)
 		}
 		return fmt.Sprintf("Pod writer-0 gone: unpublished and unstaged on %s", l.NodeA), nil
-	}); err != nil {
-		return err
-	}
-	if err := l.step(ctx, "volume detached from node A", func(ctx context.Context) (string, error) {
+	}}, step{"volume detached from node A", func(ctx context.Context) (string, error) {
 		va := AttachmentName(l.volumeID, l.NodeA)
 		err := poll(ctx, "detach of "+l.volumeID, func(ctx context.Context) (bool, string, error) {
 			_, err := kube.StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
@@ -173,13 +159,13 @@ func (l *Lifecycle) Move(ctx context.Context) error {
 			return "", err
 		}
 		return fmt.Sprintf("%s detached from %s, VolumeAttachment deleted", l.volumeID, l.NodeA), nil
-	}); err != nil {
+	}}); err != nil {
 		return err
 	}
-	if _, err := kube.CoreV1().Pods(Namespace).Create(ctx, Pod("reader-0", l.NodeB, "data-0", false), metav1.CreateOptions{}); err != nil {
+	if _, err := l.create(ctx, nil, nil, Pod("reader-0", l.NodeB, "data-0", false)); err != nil {
 		return err
 	}
-	if err := l.step(ctx, "Pod reader-0 Running on node B", func(ctx context.Context) (string, error) {
+	return l.steps(ctx, step{"Pod reader-0 Running on node B", func(ctx context.Context) (string, error) {
 		a, err := l.waitAttached(ctx, l.NodeB)
 		if err != nil {
 			return "", err
@@ -188,56 +174,41 @@ func (l *Lifecycle) Move(ctx context.Context) error {
 			return "", err
 		}
 		return fmt.Sprintf("Pod reader-0 Running on %s (same zone): %s attached as %s", l.NodeB, l.volumeID, a.LoopDevice), nil
-	}); err != nil {
-		return err
-	}
-	return l.step(ctx, "file intact on node B", func(ctx context.Context) (string, error) {
-		pod, err := kube.CoreV1().Pods(Namespace).Get(ctx, "reader-0", metav1.GetOptions{})
+	}}, step{"file intact on node B", func(ctx context.Context) (string, error) {
+		path, err := l.publishedFile(ctx, l.NodeB, "reader-0", "data.bin")
 		if err != nil {
 			return "", err
 		}
-		b, err := os.ReadFile(filepath.Join(l.S.Nodes[l.NodeB].Kubelet.PublishPath(string(pod.UID), l.pvName), "data.bin"))
+		b, err := os.ReadFile(path)
 		if err != nil {
 			return "", err
 		}
-		sum := sha256.Sum256(b)
-		if got := hex.EncodeToString(sum[:]); got != l.digest {
+		if got := digest(b); got != l.digest {
 			return "", fmt.Errorf("data.bin on %s has sha256 %s, written %s", l.NodeB, got, l.digest)
 		}
 		return fmt.Sprintf("Read /data/data.bin on %s: same 1 MiB (sha256 %s)", l.NodeB, l.digest[:12]), nil
-	})
+	}})
 }
 
 // FilesystemsAndBlock is scenario 3: an xfs volume and a raw block volume on node C (another zone).
 func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 	l.R.Scenario("3. xfs and a raw block volume")
-	kube := l.S.Client
 	zone := l.S.Nodes[l.NodeC].Spec.Zone
-	if err := l.step(ctx, "xfs volume mounted on node C", func(ctx context.Context) (string, error) {
-		if _, err := kube.StorageV1().StorageClasses().Create(ctx, StorageClass("stowage-xfs", map[string]string{
-			"type": "gp3", "csi.storage.k8s.io/fstype": "xfs"}), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, Claim("xfs-0", "stowage-xfs", "1Gi", l.NodeC, false), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().Pods(Namespace).Create(ctx, Pod("xfs-user", l.NodeC, "xfs-0", false), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		pv, vol, err := l.waitBound(ctx, "xfs-0")
-		if err != nil {
-			return "", err
-		}
-		if vol.Zone != zone {
-			return "", fmt.Errorf("xfs volume %s is in %s, node %s in %s", vol.ID, vol.Zone, l.NodeC, zone)
-		}
-		pod, err := l.waitRunning(ctx, "xfs-user")
+	return l.steps(ctx, step{"xfs volume mounted on node C", func(ctx context.Context) (string, error) {
+		pv, vol, pod, err := l.createAndStart(ctx, filesystemClass("stowage-xfs", "xfs"),
+			Claim("xfs-0", "stowage-xfs", "1Gi", l.NodeC, false), Pod("xfs-user", l.NodeC, "xfs-0", false),
+			func(vol ec2sim.VolumeState) error {
+				if vol.Zone != zone {
+					return fmt.Errorf("xfs volume %s is in %s, node %s in %s", vol.ID, vol.Zone, l.NodeC, zone)
+				}
+				return nil
+			})
 		if err != nil {
 			return "", err
 		}
 		node := l.S.Nodes[l.NodeC].Kubelet
-		if fs, err := mountFSType(node.StagingPath(vol.ID)); err != nil || fs != "xfs" {
-			return "", fmt.Errorf("staging path of %s has %q mounted, want xfs (%v)", vol.ID, fs, err)
+		if err := checkFSType("staging path of "+vol.ID, node.StagingPath(vol.ID), "xfs"); err != nil {
+			return "", err
 		}
 		path := filepath.Join(node.PublishPath(string(pod.UID), pv.Name), "hello.txt")
 		want := []byte("hello from xfs\n")
@@ -248,21 +219,9 @@ func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 			return "", fmt.Errorf("read back %q, %v", got, err)
 		}
 		return fmt.Sprintf("PVC xfs-0 (EBS %s in %s) formatted xfs, mounted in xfs-user on %s, file written and read back", vol.ID, vol.Zone, l.NodeC), nil
-	}); err != nil {
-		return err
-	}
-	return l.step(ctx, "raw block volume on node C", func(ctx context.Context) (string, error) {
-		if _, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, Claim("block-0", "stowage-ext4", "1Gi", l.NodeC, true), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		if _, err := kube.CoreV1().Pods(Namespace).Create(ctx, Pod("block-user", l.NodeC, "block-0", true), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		pv, vol, err := l.waitBound(ctx, "block-0")
-		if err != nil {
-			return "", err
-		}
-		pod, err := l.waitRunning(ctx, "block-user")
+	}}, step{"raw block volume on node C", func(ctx context.Context) (string, error) {
+		pv, vol, pod, err := l.createAndStart(ctx, nil,
+			Claim("block-0", "stowage-ext4", "1Gi", l.NodeC, true), Pod("block-user", l.NodeC, "block-0", true), nil)
 		if err != nil {
 			return "", err
 		}
@@ -273,23 +232,15 @@ func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 		if err := writeAt(dev, data, offset); err != nil {
 			return "", err
 		}
-		got, err := readAt(dev, len(data), offset)
-		if err != nil {
+		if err := holds(dev, data, offset, "read back through "+dev+" differs from what was written"); err != nil {
 			return "", err
-		}
-		if !bytes.Equal(got, data) {
-			return "", fmt.Errorf("read back through %s differs from what was written", dev)
 		}
 		// The bytes reached the EBS volume itself: the emulator's backing file holds them.
-		fromVolume, err := readAt(vol.File, len(data), offset)
-		if err != nil {
+		if err := holds(vol.File, data, offset, "the volume file "+vol.File+" does not hold the bytes written through "+dev); err != nil {
 			return "", err
 		}
-		if !bytes.Equal(fromVolume, data) {
-			return "", fmt.Errorf("the volume file %s does not hold the bytes written through %s", vol.File, dev)
-		}
 		return fmt.Sprintf("PVC block-0 (EBS %s) as a raw device in block-user: 64 KiB written at 1 MiB and read back", vol.ID), nil
-	})
+	}})
 }
 
 // Delete is scenario 4: Pods and claims deleted; PVs and EBS volumes gone, nothing left in the emulator,
@@ -297,17 +248,17 @@ func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 func (l *Lifecycle) Delete(ctx context.Context) error {
 	l.R.Scenario("4. Delete: nothing left behind")
 	kube := l.S.Client
-	if err := l.step(ctx, "Pods deleted", func(ctx context.Context) (string, error) {
-		pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+	pods, claims := kube.CoreV1().Pods(Namespace), kube.CoreV1().PersistentVolumeClaims(Namespace)
+	return l.steps(ctx, step{"Pods deleted", func(ctx context.Context) (string, error) {
+		names, err := deleteAll(ctx, func(ctx context.Context) ([]string, error) {
+			list, err := pods.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return objectNames(list.Items, func(p v1.Pod) string { return p.Name }), nil
+		}, func(ctx context.Context, name string) error { return pods.Delete(ctx, name, metav1.DeleteOptions{}) })
 		if err != nil {
 			return "", err
-		}
-		var names []string
-		for _, p := range pods.Items {
-			if err := kube.CoreV1().Pods(Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return "", err
-			}
-			names = append(names, p.Name)
 		}
 		for _, n := range names {
 			if err := l.waitPodGone(ctx, n); err != nil {
@@ -315,40 +266,30 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 			}
 		}
 		return fmt.Sprintf("Pods %s deleted: volumes unpublished and unstaged", strings.Join(names, ", ")), nil
-	}); err != nil {
-		return err
-	}
-	if err := l.step(ctx, "PVCs deleted, PVs gone", func(ctx context.Context) (string, error) {
-		claims, err := kube.CoreV1().PersistentVolumeClaims(Namespace).List(ctx, metav1.ListOptions{})
+	}}, step{"PVCs deleted, PVs gone", func(ctx context.Context) (string, error) {
+		names, err := deleteAll(ctx, func(ctx context.Context) ([]string, error) {
+			list, err := claims.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return objectNames(list.Items, func(c v1.PersistentVolumeClaim) string { return c.Name }), nil
+		}, func(ctx context.Context, name string) error { return claims.Delete(ctx, name, metav1.DeleteOptions{}) })
 		if err != nil {
 			return "", err
-		}
-		var names []string
-		for _, c := range claims.Items {
-			if err := kube.CoreV1().PersistentVolumeClaims(Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return "", err
-			}
-			names = append(names, c.Name)
 		}
 		err = poll(ctx, "PersistentVolumes gone", func(ctx context.Context) (bool, string, error) {
 			pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return false, "", err
 			}
-			var left []string
-			for _, pv := range pvs.Items {
-				left = append(left, pv.Name+"("+string(pv.Status.Phase)+")")
-			}
+			left := objectNames(pvs.Items, func(pv v1.PersistentVolume) string { return pv.Name + "(" + string(pv.Status.Phase) + ")" })
 			return len(left) == 0, strings.Join(left, " "), nil
 		})
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("PVCs %s deleted; their PVs are gone", strings.Join(names, ", ")), nil
-	}); err != nil {
-		return err
-	}
-	return l.step(ctx, "nothing left in EC2, no loop device or mount", func(ctx context.Context) (string, error) {
+	}}, step{"nothing left in EC2, no loop device or mount", func(ctx context.Context) (string, error) {
 		err := poll(ctx, "EC2 emptied", func(ctx context.Context) (bool, string, error) {
 			st, err := l.debugState(ctx)
 			if err != nil {
@@ -371,7 +312,7 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 			return "", fmt.Errorf("VolumeAttachments left: %d (%v)", len(vas.Items), err)
 		}
 		return "GET /debug/state: EC2 holds no volume, attachment or snapshot; no loop device, mount or VolumeAttachment left", nil
-	})
+	}})
 }
 
 // BadParameter is scenario 5: a StorageClass with an invalid parameter gets a ProvisioningFailed Event
@@ -379,11 +320,9 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 func (l *Lifecycle) BadParameter(ctx context.Context) error {
 	l.R.Scenario("5. Bad StorageClass parameter")
 	kube := l.S.Client
-	return l.step(ctx, "ProvisioningFailed names the parameter", func(ctx context.Context) (string, error) {
-		if _, err := kube.StorageV1().StorageClasses().Create(ctx, StorageClass("stowage-bad", map[string]string{"type": "gp9"}), metav1.CreateOptions{}); err != nil {
-			return "", err
-		}
-		claim, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Create(ctx, Claim("bad-0", "stowage-bad", "1Gi", l.NodeA, false), metav1.CreateOptions{})
+	return l.steps(ctx, step{"ProvisioningFailed names the parameter", func(ctx context.Context) (string, error) {
+		claim, err := l.create(ctx, StorageClass("stowage-bad", map[string]string{"type": "gp9"}),
+			Claim("bad-0", "stowage-bad", "1Gi", l.NodeA, false), nil)
 		if err != nil {
 			return "", err
 		}
@@ -421,7 +360,28 @@ func (l *Lifecycle) BadParameter(ctx context.Context) error {
 			return "", err
 		}
 		return fmt.Sprintf("ProvisioningFailed: %s; no EBS volume created", trimMessage(message)), nil
-	})
+	}})
+}
+
+// KeepInUse is what `devcluster demo --keep` leaves behind: PVC data-1 in use by Pod app-1 on node A. It
+// needs the ext4 class of scenario 1.
+func (l *Lifecycle) KeepInUse(ctx context.Context) error {
+	l.R.Scenario("Kept running: PVC data-1 in use by Pod app-1 on " + l.NodeA)
+	return l.steps(ctx, step{"Pod app-1 Running", func(ctx context.Context) (string, error) {
+		if _, err := l.create(ctx, nil, Claim("data-1", "stowage-ext4", "1Gi", l.NodeA, false), Pod("app-1", l.NodeA, "data-1", false)); err != nil {
+			return "", err
+		}
+		pod, err := l.waitRunning(ctx, "app-1")
+		if err != nil {
+			return "", err
+		}
+		claim, err := l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, "data-1", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Pod app-1 Running on %s with PVC data-1 (%s) published at %s", l.NodeA, claim.Spec.VolumeName,
+			l.S.Nodes[l.NodeA].Kubelet.PublishPath(string(pod.UID), claim.Spec.VolumeName)), nil
+	}})
 }
 
 // debugState reads the emulator's state over HTTP, as a user would with curl.
@@ -453,154 +413,4 @@ func trimMessage(m string) string {
 		m = m[:120] + "..."
 	}
 	return m
-}
-
-// waitBound waits for the claim to be Bound and returns its PV and EBS volume.
-func (l *Lifecycle) waitBound(ctx context.Context, claim string) (*v1.PersistentVolume, ec2sim.VolumeState, error) {
-	kube := l.S.Client
-	var pv *v1.PersistentVolume
-	err := poll(ctx, "claim "+claim+" Bound", func(ctx context.Context) (bool, string, error) {
-		c, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, claim, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		if c.Status.Phase != v1.ClaimBound {
-			return false, string(c.Status.Phase) + l.lastEvent(ctx, claim), nil
-		}
-		pv, err = kube.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
-		return err == nil, "", err
-	})
-	if err != nil {
-		return nil, ec2sim.VolumeState{}, err
-	}
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != Driver {
-		return nil, ec2sim.VolumeState{}, fmt.Errorf("PV %s is not an %s volume", pv.Name, Driver)
-	}
-	for _, v := range l.S.EC2.State().Volumes {
-		if v.ID == pv.Spec.CSI.VolumeHandle {
-			return pv, v, nil
-		}
-	}
-	return nil, ec2sim.VolumeState{}, fmt.Errorf("EBS volume %s of PV %s is not in EC2", pv.Spec.CSI.VolumeHandle, pv.Name)
-}
-
-// lastEvent is the newest Event of an object, for error messages.
-func (l *Lifecycle) lastEvent(ctx context.Context, name string) string {
-	evs, err := l.S.Client.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil || len(evs.Items) == 0 {
-		return ""
-	}
-	slices.SortFunc(evs.Items, func(a, b v1.Event) int { return a.LastTimestamp.Compare(b.LastTimestamp.Time) })
-	e := evs.Items[len(evs.Items)-1]
-	return "; last event " + e.Reason + ": " + e.Message
-}
-
-// waitAttached waits for the volume's VolumeAttachment to node to be attached and for EC2 to show the
-// attachment with its loop device.
-func (l *Lifecycle) waitAttached(ctx context.Context, node string) (ec2sim.AttachmentState, error) {
-	name := AttachmentName(l.volumeID, node)
-	instance := l.S.Nodes[node].Spec.InstanceID
-	var att ec2sim.AttachmentState
-	err := poll(ctx, "VolumeAttachment "+name+" attached", func(ctx context.Context) (bool, string, error) {
-		va, err := l.S.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "no VolumeAttachment yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
-		if !va.Status.Attached {
-			msg := "not attached"
-			if va.Status.AttachError != nil {
-				msg += ": " + va.Status.AttachError.Message
-			}
-			return false, msg, nil
-		}
-		for _, a := range l.attachments(l.volumeID) {
-			if a.InstanceID == instance && a.State == "attached" && a.LoopDevice != "" {
-				att = a
-				return true, "", nil
-			}
-		}
-		return false, fmt.Sprintf("EC2 attachments %v", l.attachments(l.volumeID)), nil
-	})
-	return att, err
-}
-
-func (l *Lifecycle) attachments(volumeID string) []ec2sim.AttachmentState {
-	var out []ec2sim.AttachmentState
-	for _, a := range l.S.EC2.State().Attachments {
-		if a.VolumeID == volumeID {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func (l *Lifecycle) waitRunning(ctx context.Context, name string) (*v1.Pod, error) {
-	var pod *v1.Pod
-	err := poll(ctx, "Pod "+name+" Running", func(ctx context.Context) (bool, string, error) {
-		var err error
-		pod, err = l.S.Client.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return pod.Status.Phase == v1.PodRunning, string(pod.Status.Phase) + l.lastEvent(ctx, name), nil
-	})
-	return pod, err
-}
-
-func (l *Lifecycle) waitPodGone(ctx context.Context, name string) error {
-	return poll(ctx, "Pod "+name+" gone", func(ctx context.Context) (bool, string, error) {
-		_, err := l.S.Client.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		return false, "still there", err
-	})
-}
-
-func writeSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func writeAt(path string, data []byte, off int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, off); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-func readAt(path string, n int, off int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b := make([]byte, n)
-	if _, err := f.ReadAt(b, off); err != nil {
-		return nil, err
-	}
-	return b, nil
 }
