@@ -24,10 +24,11 @@ var _ = ginkgo.ReportAfterSuite("ebs-plugin sanity counts", func(r types.Report)
 // Skips (all decided by csi-sanity from the driver's capabilities, none by this test; the test logs each
 // skipped spec with csi-sanity's reason):
 //   - ListVolumes (incl. pagination), GetCapacity, ControllerGetVolumeHealth, ControllerListVolumeHealth,
-//     NodeGetVolumeHealth/NodeGetStorageHealth: the driver does not advertise LIST_VOLUMES, GET_CAPACITY,
-//     GET_VOLUME or VOLUME_CONDITION. EBS has no cheap way to list a cluster's volumes and capacity is not a
-//     meaningful per-zone number (upstream implements none of them); CSI v1.13's Go bindings have no
-//     VolumeCondition.
+//     NodeGetStorageHealth: the driver does not advertise LIST_VOLUMES, GET_CAPACITY, the controller's
+//     GET_VOLUME_HEALTH/LIST_VOLUME_HEALTH or the node's GET_STORAGE_HEALTH. EBS has no cheap way to list a
+//     cluster's volumes and capacity is not a meaningful per-zone number (upstream implements none of them);
+//     volume health is judged on the node, from its mounts and devices. NodeGetVolumeHealth (node
+//     GET_VOLUME_HEALTH) is advertised and its two specs run.
 //   - ControllerPublishVolume.readonly: PUBLISH_READONLY is not advertised, EBS cannot attach read-only.
 //   - SINGLE_NODE_MULTI_WRITER: not advertised; EBS multi-writer is MULTI_NODE_MULTI_WRITER on io2 block only.
 //   - GroupControllerService / VolumeGroupSnapshots: EBS has no group snapshots.

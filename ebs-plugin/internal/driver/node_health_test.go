@@ -17,6 +17,7 @@ import (
 // healthRig is one volume staged and published (filesystem at fsTarget, raw block at blockTarget) through
 // the fake mounter, for a test case to break.
 type healthRig struct {
+	driver                         *Driver
 	fm                             *testutil.FakeMounter
 	staging, fsTarget, blockTarget string
 }
@@ -162,9 +163,9 @@ func TestNodeGetVolumeHealth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newHealthRig(t)
 			if tc.breakIt != nil {
-				tc.breakIt(t, r.healthRig)
+				tc.breakIt(t, r)
 			}
-			resp, err := r.driver.NodeGetVolumeHealth(context.Background(), tc.req(r.healthRig))
+			resp, err := r.driver.NodeGetVolumeHealth(context.Background(), tc.req(r))
 			if tc.wantCode != codes.OK {
 				wantCode(t, err, tc.wantCode, tc.inErr...)
 				return
@@ -194,17 +195,12 @@ func TestNodeGetVolumeHealth(t *testing.T) {
 	}
 }
 
-type healthTestRig struct {
-	healthRig
-	driver *Driver
-}
-
-func newHealthRig(t *testing.T) healthTestRig {
+func newHealthRig(t *testing.T) healthRig {
 	t.Helper()
 	d, _, fm := newTestDriver(t, Options{})
 	fm.Devices["vol-1"] = "/dev/loop7"
 	root := t.TempDir()
-	r := healthRig{fm: fm, staging: filepath.Join(root, "staging"), fsTarget: filepath.Join(root, "pod", "mount"),
+	r := healthRig{driver: d, fm: fm, staging: filepath.Join(root, "staging"), fsTarget: filepath.Join(root, "pod", "mount"),
 		blockTarget: filepath.Join(root, "pod", "dev", "vol-1")}
 	ctx := context.Background()
 	if _, err := d.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "vol-1", StagingTargetPath: r.staging, VolumeCapability: mountCap("ext4")}); err != nil {
@@ -221,7 +217,7 @@ func newHealthRig(t *testing.T) healthTestRig {
 	if fi, err := os.Stat(r.blockTarget); err != nil || fi.IsDir() {
 		t.Fatalf("block target %v %v", fi, err)
 	}
-	return healthTestRig{healthRig: r, driver: d}
+	return r
 }
 
 func TestNodeGetCapabilitiesAdvertisesVolumeHealth(t *testing.T) {
