@@ -137,6 +137,12 @@ func s3fuseArgs(srv *s3server.Server, bucket, dir string, extra ...string) []str
 // unmounts (lazily if busy) and makes sure the process is gone, also when the test failed.
 func mountBucket(t testing.TB, srv *s3server.Server, bucket string, extra ...string) *mount {
 	t.Helper()
+	return mountBinary(t, binary, srv, bucket, extra...)
+}
+
+// mountBinary is mountBucket with another s3-fuse build (benchmarks compare builds).
+func mountBinary(t testing.TB, binary string, srv *s3server.Server, bucket string, extra ...string) *mount {
+	t.Helper()
 	dir := t.TempDir()
 	// Let other users reach the mount (tests of --uid, --allow-other); the test's temp root is 0700.
 	if err := os.Chmod(filepath.Dir(dir), 0o755); err != nil {

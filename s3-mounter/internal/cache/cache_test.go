@@ -15,7 +15,7 @@ func TestCachedBlocksAreServedFromDisk(t *testing.T) {
 	f := testutil.NewFakeS3()
 	data := make([]byte, 3*cache.BlockSize+100)
 	rand.New(rand.NewSource(3)).Read(data)
-	etag, _ := f.Put(context.Background(), "k", data)
+	etag, _ := f.Store("k", data)
 	obj := prefetch.Object{Key: "k", ETag: etag, Size: int64(len(data))}
 	c, err := cache.New(t.TempDir(), 0)
 	if err != nil {
@@ -42,7 +42,7 @@ func TestCachedBlocksAreServedFromDisk(t *testing.T) {
 	}
 	// A new version of the object is not served from the old version's blocks.
 	data2 := bytes.Repeat([]byte("n"), len(data))
-	etag2, _ := f.Put(context.Background(), "k", data2)
+	etag2, _ := f.Store("k", data2)
 	dst := make([]byte, 10)
 	if err := g.GetRange(context.Background(), prefetch.Object{Key: "k", ETag: etag2, Size: int64(len(data2))}, 0, dst); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestCachedBlocksAreServedFromDisk(t *testing.T) {
 func TestCacheStaysWithinItsBudget(t *testing.T) {
 	f := testutil.NewFakeS3()
 	data := make([]byte, 10*cache.BlockSize)
-	etag, _ := f.Put(context.Background(), "k", data)
+	etag, _ := f.Store("k", data)
 	obj := prefetch.Object{Key: "k", ETag: etag, Size: int64(len(data))}
 	c, err := cache.New(t.TempDir(), 4*cache.BlockSize)
 	if err != nil {

@@ -18,7 +18,7 @@ func setup(t *testing.T, size int) (*testutil.FakeS3, []byte, prefetch.Object) {
 	f := testutil.NewFakeS3()
 	data := make([]byte, size)
 	rand.New(rand.NewSource(1)).Read(data)
-	etag, err := f.Put(context.Background(), "k", data)
+	etag, err := f.Store("k", data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestReadPastEndAndShortTail(t *testing.T) {
 
 func TestChangedObjectFailsTheRead(t *testing.T) {
 	f, _, obj := setup(t, 2*part)
-	if _, err := f.Put(context.Background(), "k", []byte("replaced")); err != nil {
+	if _, err := f.Store("k", []byte("replaced")); err != nil {
 		t.Fatal(err)
 	}
 	r := prefetch.NewReader(context.Background(), f, obj, prefetch.DefaultConfig(part, 2))

@@ -7,6 +7,7 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
+	"hash/crc32"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/s3client"
+	"github.com/stowage-csi/stowage/s3-mounter/internal/upload"
 )
 
 // Range is one ranged GET seen by the fake.
@@ -162,12 +164,20 @@ func (f *FakeS3) GetRange(_ context.Context, obj prefetch.Object, off int64, dst
 }
 
 // Put stores an object.
-func (f *FakeS3) Put(_ context.Context, key string, data []byte) (string, error) {
+func (f *FakeS3) Put(_ context.Context, key string, data []byte, sum uint32) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if crc32.Checksum(data, upload.Castagnoli) != sum {
+		return "", apiErr("BadDigest")
+	}
 	f.Puts++
 	f.objects[key] = append([]byte(nil), data...)
 	return etagOf(data), nil
+}
+
+// Store puts an object as a test's setup step and returns its ETag.
+func (f *FakeS3) Store(key string, data []byte) (string, error) {
+	return f.Put(context.Background(), key, data, crc32.Checksum(data, upload.Castagnoli))
 }
 
 // CreateMultipart starts an upload.
@@ -181,7 +191,7 @@ func (f *FakeS3) CreateMultipart(_ context.Context, key string) (string, error) 
 }
 
 // UploadPart stores a part, after PartDelay, failing part FailPart.
-func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []byte) (string, error) {
+func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []byte, sum uint32) (string, error) {
 	f.mu.Lock()
 	f.inflightParts++
 	f.MaxInflightParts = max(f.MaxInflightParts, f.inflightParts)
@@ -203,6 +213,9 @@ func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []b
 	if n == f.FailPart {
 		return "", apiErr("InternalError")
 	}
+	if crc32.Checksum(data, upload.Castagnoli) != sum {
+		return "", apiErr("BadDigest")
+	}
 	parts, ok := f.uploads[id]
 	if !ok {
 		return "", apiErr("NoSuchUpload")
@@ -216,8 +229,8 @@ func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []b
 	return etagOf(data), nil
 }
 
-// CompleteMultipart joins the parts named by etags (part i+1 = etags[i]).
-func (f *FakeS3) CompleteMultipart(_ context.Context, key, id string, etags []string) (string, error) {
+// CompleteMultipart joins the parts named by their ETags and checksums (part i+1 = parts[i]).
+func (f *FakeS3) CompleteMultipart(_ context.Context, key, id string, etags []upload.Part) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	parts, ok := f.uploads[id]
@@ -227,7 +240,7 @@ func (f *FakeS3) CompleteMultipart(_ context.Context, key, id string, etags []st
 	var all []byte
 	for i, e := range etags {
 		p, ok := parts[int32(i+1)]
-		if !ok || etagOf(p) != e {
+		if !ok || etagOf(p) != e.ETag || crc32.Checksum(p, upload.Castagnoli) != e.CRC32C {
 			return "", apiErr("InvalidPart")
 		}
 		all = append(all, p...)

@@ -7,18 +7,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"sync"
 	"syscall"
 )
 
-// Client is the subset of S3 an upload needs.
+// Client is the subset of S3 an upload needs. Every upload carries the CRC32C of its data (sum), as
+// Mountpoint's default --upload-checksums crc32c does: the server checks the bytes it received.
 type Client interface {
-	Put(ctx context.Context, key string, data []byte) (string, error)
+	Put(ctx context.Context, key string, data []byte, sum uint32) (string, error)
 	CreateMultipart(ctx context.Context, key string) (string, error)
-	UploadPart(ctx context.Context, key, uploadID string, n int32, data []byte) (string, error)
-	CompleteMultipart(ctx context.Context, key, uploadID string, etags []string) (string, error)
+	UploadPart(ctx context.Context, key, uploadID string, n int32, data []byte, sum uint32) (string, error)
+	CompleteMultipart(ctx context.Context, key, uploadID string, parts []Part) (string, error)
 	AbortMultipart(ctx context.Context, key, uploadID string) error
 }
+
+// Part is one uploaded part: its ETag and the CRC32C of its data.
+type Part struct {
+	ETag   string
+	CRC32C uint32
+}
+
+// Castagnoli is the CRC32C table; the crc32 package computes it with the CPU's CRC instruction.
+var Castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // MaxParts is S3's limit on parts per upload.
 const MaxParts = 10000
@@ -42,12 +53,14 @@ type Upload struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex
-	written  int64
-	buf      []byte
+	mu      sync.Mutex
+	written int64
+	buf     []byte
+	// sum is the CRC32C of buf, updated as data is appended (while it is still in the CPU's cache).
+	sum      uint32
 	uploadID string
 	nextPart int32
-	etags    []string
+	parts    []Part
 	inflight sync.WaitGroup
 	sem      chan struct{}
 	err      error
@@ -126,6 +139,7 @@ func (u *Upload) WriteAt(data []byte, off int64) (int, error) {
 		}
 		c := min(len(data), u.partSize-len(u.buf))
 		u.buf = append(u.buf, data[:c]...)
+		u.sum = crc32.Update(u.sum, Castagnoli, data[:c])
 		data = data[c:]
 		n += c
 		u.written += int64(c)
@@ -153,11 +167,11 @@ func (u *Upload) sendPartLocked() error {
 		u.failLocked(fmt.Errorf("object %s exceeds %d parts of %d bytes: %w", u.key, MaxParts, u.partSize, syscall.EFBIG))
 		return u.err
 	}
-	data := u.buf
-	u.buf = nil
+	data, sum := u.buf, u.sum
+	u.buf, u.sum = nil, 0
 	u.nextPart++
 	num := u.nextPart
-	u.etags = append(u.etags, "")
+	u.parts = append(u.parts, Part{CRC32C: sum})
 	u.mu.Unlock()
 	u.sem <- struct{}{}
 	u.mu.Lock()
@@ -170,7 +184,7 @@ func (u *Upload) sendPartLocked() error {
 	go func() {
 		defer u.inflight.Done()
 		defer func() { <-u.sem }()
-		etag, err := u.client.UploadPart(u.ctx, u.key, id, num, data)
+		etag, err := u.client.UploadPart(u.ctx, u.key, id, num, data, sum)
 		u.pool.put(data)
 		u.mu.Lock()
 		defer u.mu.Unlock()
@@ -180,7 +194,7 @@ func (u *Upload) sendPartLocked() error {
 			}
 			return
 		}
-		u.etags[num-1] = etag
+		u.parts[num-1].ETag = etag
 	}()
 	return nil
 }
@@ -200,10 +214,10 @@ func (u *Upload) Complete() (string, error) {
 	}
 	if u.uploadID == "" {
 		// Smaller than one part: a single PutObject.
-		data := u.buf
-		u.buf = nil
+		data, sum := u.buf, u.sum
+		u.buf, u.sum = nil, 0
 		u.mu.Unlock()
-		etag, err := u.client.Put(u.ctx, u.key, data)
+		etag, err := u.client.Put(u.ctx, u.key, data, sum)
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		u.done = true
@@ -229,10 +243,10 @@ func (u *Upload) Complete() (string, error) {
 		u.Abort()
 		return "", u.Err()
 	}
-	etags := append([]string(nil), u.etags...)
+	parts := append([]Part(nil), u.parts...)
 	id := u.uploadID
 	u.mu.Unlock()
-	etag, err := u.client.CompleteMultipart(u.ctx, u.key, id, etags)
+	etag, err := u.client.CompleteMultipart(u.ctx, u.key, id, parts)
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.done = true

@@ -1,0 +1,161 @@
+//go:build bench
+
+package s3fuse
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stowage-csi/stowage/e2e/s3server"
+)
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times (100 on every Linux build we run on).
+const clockTicks = 100
+
+// cpuTime returns the user and system CPU a process (all its threads) has used so far, and its minor
+// page faults (fresh memory being touched).
+func cpuTime(pid int) (user, sys time.Duration, faults int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	// Fields after the command name, which is in parentheses and may contain spaces.
+	rest := string(b[bytes.LastIndexByte(b, ')')+2:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	flt, err0 := strconv.ParseInt(f[7], 10, 64)
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err0 != nil || err1 != nil || err2 != nil {
+		return 0, 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	tick := time.Second / clockTicks
+	return time.Duration(ut) * tick, time.Duration(st) * tick, flt, nil
+}
+
+// serverPid finds the versitygw serving srv (its command line names the endpoint's port).
+func serverPid(t *testing.T, srv *s3server.Server) int {
+	port := srv.Endpoint[strings.LastIndexByte(srv.Endpoint, ':')+1:]
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmd, []byte("versitygw")) && bytes.Contains(cmd, []byte("127.0.0.1:"+port)) {
+			return pid
+		}
+	}
+	t.Fatalf("no versitygw process for %s", srv.Endpoint)
+	return 0
+}
+
+// cpuSpent is the CPU each process used during one workload, per MiB moved.
+type cpuSpent struct {
+	fuse, server, app time.Duration
+	wall              time.Duration
+	// fuseFaults counts s3-fuse's minor page faults: buffers that were not recycled.
+	fuseFaults int64
+}
+
+func (c cpuSpent) String() string {
+	per := func(d time.Duration) string {
+		return fmt.Sprintf("%6.2f ms", float64(d.Microseconds())/1000/(benchSize>>20))
+	}
+	return fmt.Sprintf("%7.0f MiB/s  CPU per MiB: s3-fuse %s, versitygw %s, reader/writer %s; s3-fuse page faults %d",
+		mibps(benchSize, c.wall), per(c.fuse), per(c.server), per(c.app), c.fuseFaults)
+}
+
+// measureCPU runs work and returns the CPU s3-fuse, the server and this process used meanwhile. With
+// S3FUSE_PERF=<dir> set, it also records a perf profile of s3-fuse into that directory.
+func measureCPU(t *testing.T, name string, fusePid, srvPid int, work func()) cpuSpent {
+	var perfs []*exec.Cmd
+	if dir := os.Getenv("S3FUSE_PERF"); dir != "" {
+		for who, pid := range map[string]int{"s3-fuse": fusePid, "versitygw": srvPid} {
+			perf := exec.Command("perf", "record", "-g", "-o", filepath.Join(dir, name+"."+who+".perf.data"), "-p", strconv.Itoa(pid))
+			if err := perf.Start(); err != nil {
+				t.Fatal(err)
+			}
+			perfs = append(perfs, perf)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	self := os.Getpid()
+	fu0, fs0, ff0, _ := cpuTime(fusePid)
+	su0, ss0, _, _ := cpuTime(srvPid)
+	au0, as0, _, _ := cpuTime(self)
+	start := time.Now()
+	work()
+	wall := time.Since(start)
+	fu1, fs1, ff1, _ := cpuTime(fusePid)
+	su1, ss1, _, _ := cpuTime(srvPid)
+	au1, as1, _, _ := cpuTime(self)
+	for _, perf := range perfs {
+		_ = perf.Process.Signal(os.Interrupt)
+		_ = perf.Wait()
+	}
+	return cpuSpent{fuse: fu1 + fs1 - fu0 - fs0, server: su1 + ss1 - su0 - ss0, app: au1 + as1 - au0 - as0, wall: wall, fuseFaults: ff1 - ff0}
+}
+
+// TestBenchS3FuseCPU reports where the CPU of a 256 MiB sequential read and write through s3-fuse
+// goes: s3-fuse, versitygw, and the reading/writing process (the kernel's FUSE copies are charged to
+// the thread that makes them). On 2 shared cores CPU per byte is what bounds throughput. Nothing is
+// asserted about timing.
+func TestBenchS3FuseCPU(t *testing.T) {
+	srv := s3server.Start(t)
+	bucket := newBucket(t, srv)
+	data := make([]byte, benchSize)
+	rand.New(rand.NewSource(256)).Read(data)
+	src := filepath.Join(t.TempDir(), "src.bin")
+	if err := os.WriteFile(src, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	up := manager.NewUploader(srv.Client, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 4 })
+	if _, err := up.Upload(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("seq.bin"), Body: bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	srvPid := serverPid(t, srv)
+	// S3FUSE_BASELINE=<s3-fuse binary> measures that build too, in the same rounds, for before/after
+	// comparisons on a machine whose load changes from minute to minute.
+	builds := []struct{ name, path string }{{"s3-fuse", binary}}
+	if base := os.Getenv("S3FUSE_BASELINE"); base != "" {
+		builds = append([]struct{ name, path string }{{"baseline", base}}, builds...)
+	}
+	for round := 0; round < benchRuns; round++ {
+		for _, b := range builds {
+			m := mountBinary(t, b.path, srv, bucket, "--allow-overwrite")
+			pid := m.cmd.Process.Pid
+			r := measureCPU(t, fmt.Sprintf("%s-read-%d", b.name, round), pid, srvPid, func() {
+				if n, _, err := readFile(filepath.Join(m.Dir, "seq.bin"), false); err != nil || n != benchSize {
+					t.Fatalf("read: n=%d err=%v", n, err)
+				}
+			})
+			w := measureCPU(t, fmt.Sprintf("%s-write-%d", b.name, round), pid, srvPid, func() {
+				if err := copyFile(src, filepath.Join(m.Dir, fmt.Sprintf("w-%d.bin", round))); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+			})
+			m.stop(t)
+			fmt.Printf("round %d %-8s read : %s\nround %d %-8s write: %s\n", round, b.name, r, round, b.name, w)
+		}
+	}
+}
