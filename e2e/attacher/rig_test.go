@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
@@ -69,29 +70,20 @@ func startRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{auditLog: filepath.Join(dir, "audit.log"), binary: buildAttacher(t, dir)}
-	c, err := cluster.Start(ctx, cluster.Options{APIServerArgs: []string{
+	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: []string{
 		"--audit-policy-file=" + policy,
 		"--audit-log-path=" + r.auditLog,
 		"--audit-log-mode=blocking",
 	}})
-	if err != nil {
-		t.Fatalf("start control plane: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("control plane logs:\n%s", c.LogTail(30))
-		}
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop control plane: %v", err)
-		}
-	})
 	r.cluster, r.client = c, c.Client()
 	if err := c.Apply(ctx, rbacFile); err != nil {
 		t.Fatalf("apply %s: %v", rbacFile, err)
 	}
-	if r.kubeconfig, err = c.ServiceAccountKubeconfig(ctx, attacherNamespace, attacherSA); err != nil {
+	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, attacherNamespace, attacherSA)
+	if err != nil {
 		t.Fatal(err)
 	}
+	r.kubeconfig = kubeconfig
 	return r
 }
 

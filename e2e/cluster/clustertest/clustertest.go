@@ -20,6 +20,12 @@ const cleanupMargin = 30 * time.Second
 // log is logged first. Call it only from e2e tests (files behind the e2e build tag).
 func Start(t testing.TB) *cluster.Cluster {
 	t.Helper()
+	return StartWith(t, cluster.Options{})
+}
+
+// StartWith is Start with options, e.g. extra kube-apiserver flags for an audit log.
+func StartWith(t testing.TB, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
 	deadline := time.Now().Add(startTimeout)
 	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
 		if testDeadline, set := d.Deadline(); set && testDeadline.Add(-cleanupMargin).Before(deadline) {
@@ -28,7 +34,7 @@ func Start(t testing.TB) *cluster.Cluster {
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{})
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}
