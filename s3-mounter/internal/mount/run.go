@@ -14,6 +14,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/cache"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/options"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
@@ -136,7 +137,8 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 	}
 	parts := min(cfg.MaxThreads, readWindowParts())
 	read := prefetch.DefaultConfig(cfg.ReadPartSize, parts)
-	read.Pool = prefetch.NewBufferPool(int(cfg.ReadPartSize))
+	// Keep the buffers of one full window plus the part behind it and one being read.
+	read.Pool = bufpool.New(int(cfg.ReadPartSize), parts+2)
 	return s3fs.Config{
 		Prefix: cfg.Prefix, UID: uid, GID: gid, DirMode: cfg.DirMode, FileMode: cfg.FileMode,
 		MetadataTTL: cfg.MetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,

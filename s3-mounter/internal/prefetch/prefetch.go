@@ -6,6 +6,8 @@ package prefetch
 import (
 	"context"
 	"sync"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 )
 
 // Object names one version of an object.
@@ -28,8 +30,8 @@ type Config struct {
 	InitialWindow int64
 	// MaxWindow caps how far ahead of the reader data is requested.
 	MaxWindow int64
-	// Pool, if set, recycles part buffers; it must hand out PartSize buffers.
-	Pool *BufferPool
+	// Pool, if set, recycles part buffers; its buffers must hold PartSize bytes.
+	Pool *bufpool.Pool
 }
 
 // DefaultConfig returns the window used for a part size and a request concurrency: start with one part,
@@ -216,7 +218,7 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 	target := min(end+r.window, r.size)
 	for r.fetchedTo < target {
 		n := min(r.cfg.PartSize, r.size-r.fetchedTo)
-		p := &part{off: r.fetchedTo, buf: r.cfg.Pool.get(int(n)), done: make(chan struct{}), refs: 1}
+		p := &part{off: r.fetchedTo, buf: r.cfg.Pool.Get(int(n)), done: make(chan struct{}), refs: 1}
 		r.parts = append(r.parts, p)
 		r.fetchedTo += n
 		r.stats.Parts++
@@ -266,7 +268,7 @@ func (r *Reader) drop(p *part) {
 // recycle returns p's buffer to the pool once nothing uses it (with r.mu held).
 func (r *Reader) recycle(p *part) {
 	if p.dropped && p.refs == 0 && p.buf != nil {
-		r.cfg.Pool.put(p.buf)
+		r.cfg.Pool.Put(p.buf)
 		p.buf = nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/testutil"
 )
@@ -225,7 +226,7 @@ func TestReorderedReadaheadStillStreams(t *testing.T) {
 
 func TestPooledBuffersAreNotReusedWhileAReadHoldsThem(t *testing.T) {
 	f, data, obj := setup(t, 64*part)
-	pool := prefetch.NewBufferPool(part)
+	pool := bufpool.New(part, 8)
 	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 4 * part, Pool: pool}
 	// Two readers share the pool, so buffers one of them recycles are handed to the other.
 	holder := prefetch.NewReader(context.Background(), f, obj, cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/s3client"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/upload"
@@ -58,7 +59,7 @@ type Filesystem struct {
 	started time.Time
 	log     logr.Logger
 	// uploadBufs recycles write part buffers across files.
-	uploadBufs *upload.BufferPool
+	uploadBufs *bufpool.Pool
 }
 
 // readdirGrace is how long a listing answers lookups even with --metadata-ttl minimal, so the kernel's
@@ -70,7 +71,7 @@ const maxKernelTTL = 365 * 24 * time.Hour
 
 // NewRoot returns the root directory node for cfg.
 func NewRoot(ctx context.Context, client Client, cfg Config) *DirNode {
-	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx), uploadBufs: &upload.BufferPool{}}
+	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx), uploadBufs: bufpool.New(cfg.WritePartSize, cfg.UploadConcurrency+1)}
 	return newDirNode(f, cfg.Prefix, false)
 }
 

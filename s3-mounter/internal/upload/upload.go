@@ -10,6 +10,8 @@ import (
 	"hash/crc32"
 	"sync"
 	"syscall"
+
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 )
 
 // Client is the subset of S3 an upload needs. Every upload carries the CRC32C of its data (sum), as
@@ -44,7 +46,7 @@ var ErrFinished = fmt.Errorf("upload already finished: %w", syscall.EBADF)
 // Upload is one object being written. Methods are safe for concurrent use.
 type Upload struct {
 	client      Client
-	pool        *BufferPool
+	pool        *bufpool.Pool
 	key         string
 	partSize    int
 	concurrency int
@@ -68,31 +70,9 @@ type Upload struct {
 	etag     string
 }
 
-// BufferPool recycles part buffers between uploads, sparing each part the page faults and zeroing of a
-// fresh multi-MiB allocation. A nil pool allocates.
-type BufferPool struct {
-	pool sync.Pool
-}
-
-func (b *BufferPool) get(size int) []byte {
-	if b != nil {
-		if v, ok := b.pool.Get().(*[]byte); ok && cap(*v) == size {
-			return (*v)[:0]
-		}
-	}
-	return make([]byte, 0, size)
-}
-
-func (b *BufferPool) put(buf []byte) {
-	if b != nil {
-		buf = buf[:0]
-		b.pool.Put(&buf)
-	}
-}
-
 // New starts an upload of key; nothing is sent until the first part is full or Complete is called.
-// Part buffers come from pool (nil: allocated).
-func New(ctx context.Context, c Client, key string, partSize, concurrency int, pool *BufferPool) *Upload {
+// Part buffers come from pool, whose buffers must hold partSize bytes (nil: allocated).
+func New(ctx context.Context, c Client, key string, partSize, concurrency int, pool *bufpool.Pool) *Upload {
 	if concurrency < 1 {
 		concurrency = 1
 	}
@@ -135,7 +115,7 @@ func (u *Upload) WriteAt(data []byte, off int64) (int, error) {
 	n := 0
 	for len(data) > 0 {
 		if u.buf == nil {
-			u.buf = u.pool.get(u.partSize)
+			u.buf = u.pool.Get(u.partSize)[:0]
 		}
 		c := min(len(data), u.partSize-len(u.buf))
 		u.buf = append(u.buf, data[:c]...)
@@ -185,7 +165,7 @@ func (u *Upload) sendPartLocked() error {
 		defer u.inflight.Done()
 		defer func() { <-u.sem }()
 		etag, err := u.client.UploadPart(u.ctx, u.key, id, num, data, sum)
-		u.pool.put(data)
+		u.pool.Put(data)
 		u.mu.Lock()
 		defer u.mu.Unlock()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/testutil"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/upload"
 )
@@ -75,7 +76,7 @@ func TestUploadPartsAndPut(t *testing.T) {
 func TestPartsUploadWhileWritingWithBoundedConcurrency(t *testing.T) {
 	f := testutil.NewFakeS3()
 	f.PartDelay = 50 * time.Millisecond
-	u := upload.New(context.Background(), f, "obj", partSize, 3, &upload.BufferPool{})
+	u := upload.New(context.Background(), f, "obj", partSize, 3, bufpool.New(partSize, 4))
 	data := payload(10 * partSize)
 	start := time.Now()
 	writeAll(t, u, data, 1<<20)
