@@ -135,14 +135,19 @@ func TestBenchS3FuseCPU(t *testing.T) {
 	}
 	srvPid := serverPid(t, srv)
 	// S3FUSE_BASELINE=<s3-fuse binary> measures that build too, in the same rounds, for before/after
-	// comparisons on a machine whose load changes from minute to minute.
-	builds := []struct{ name, path string }{{"s3-fuse", binary}}
+	// comparisons on a machine whose load changes from minute to minute; S3FUSE_BASELINE_ARGS adds
+	// options to the baseline's command line (the current build as baseline compares options).
+	type build struct {
+		name, path string
+		args       []string
+	}
+	builds := []build{{"s3-fuse", binary, nil}}
 	if base := os.Getenv("S3FUSE_BASELINE"); base != "" {
-		builds = append([]struct{ name, path string }{{"baseline", base}}, builds...)
+		builds = append([]build{{"baseline", base, strings.Fields(os.Getenv("S3FUSE_BASELINE_ARGS"))}}, builds...)
 	}
 	for round := 0; round < benchRuns; round++ {
 		for _, b := range builds {
-			m := mountBinary(t, b.path, srv, bucket, "--allow-overwrite")
+			m := mountBinary(t, b.path, srv, bucket, append([]string{"--allow-overwrite"}, b.args...)...)
 			pid := m.cmd.Process.Pid
 			r := measureCPU(t, fmt.Sprintf("%s-read-%d", b.name, round), pid, srvPid, func() {
 				if n, _, err := readFile(filepath.Join(m.Dir, "seq.bin"), false); err != nil || n != benchSize {
@@ -150,10 +155,11 @@ func TestBenchS3FuseCPU(t *testing.T) {
 				}
 			})
 			w := measureCPU(t, fmt.Sprintf("%s-write-%d", b.name, round), pid, srvPid, func() {
-				if err := copyFile(src, filepath.Join(m.Dir, fmt.Sprintf("w-%d.bin", round))); err != nil {
+				if err := copyFile(src, filepath.Join(m.Dir, fmt.Sprintf("w-%s-%d.bin", b.name, round))); err != nil {
 					t.Fatalf("write: %v", err)
 				}
 			})
+			// Each build writes its own key: overwriting another build's object costs the server more.
 			m.stop(t)
 			fmt.Printf("round %d %-8s read : %s\nround %d %-8s write: %s\n", round, b.name, r, round, b.name, w)
 		}
