@@ -32,6 +32,11 @@ func readWindowParts() int {
 	return max(4, 2*runtime.NumCPU())
 }
 
+// readBatchParts is how many parts one GET fills once a sequential reader's window is at its maximum.
+// Two (16 MiB GETs with the default part size) cut the CPU per MiB read of versitygw by 12% (0.33 to
+// 0.29 ms) and of s3-fuse by 5% on the benchmark: every GET costs both sides a fixed amount.
+const readBatchParts = 2
+
 // maxUploadParts caps the parts of one file uploaded concurrently.
 const maxUploadParts = 4
 
@@ -81,6 +86,10 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	}
 
 	fsCfg := FilesystemConfig(cfg)
+	if cfg.CacheDir == "" {
+		// Streamed GETs bypass the block cache, which works part by part.
+		fsCfg.Read.Stream = client
+	}
 	root := s3fs.NewRoot(ctx, fsClient, fsCfg)
 	opts := s3fs.MountOptions(fsCfg, "mountpoint-s3")
 	srv, err := fs.Mount(cfg.MountPoint, root, opts)
@@ -137,8 +146,10 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 	}
 	parts := min(cfg.MaxThreads, readWindowParts())
 	read := prefetch.DefaultConfig(cfg.ReadPartSize, parts)
-	// Keep the buffers of one full window plus the part behind it and one being read.
-	read.Pool = bufpool.New(int(cfg.ReadPartSize), parts+2)
+	read.BatchParts = readBatchParts
+	// Keep the buffers of one full window, one more part of a batched GET, the part behind the
+	// reader and one being read.
+	read.Pool = bufpool.New(int(cfg.ReadPartSize), parts+readBatchParts+1)
 	return s3fs.Config{
 		Prefix: cfg.Prefix, UID: uid, GID: gid, DirMode: cfg.DirMode, FileMode: cfg.FileMode,
 		MetadataTTL: cfg.MetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,

@@ -5,6 +5,8 @@ package prefetch
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"sync"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
@@ -22,6 +24,12 @@ type Getter interface {
 	GetRange(ctx context.Context, obj Object, off int64, dst []byte) error
 }
 
+// StreamGetter opens bytes [off, off+n) of the object as one stream, so that one GET can fill several
+// consecutive parts.
+type StreamGetter interface {
+	GetStream(ctx context.Context, obj Object, off, n int64) (io.ReadCloser, error)
+}
+
 // Config sizes the window.
 type Config struct {
 	// PartSize is the size of one ranged GET (--read-part-size).
@@ -32,6 +40,10 @@ type Config struct {
 	MaxWindow int64
 	// Pool, if set, recycles part buffers; its buffers must hold PartSize bytes.
 	Pool *bufpool.Pool
+	// Stream, if set, lets one GET fill BatchParts consecutive parts once the window is at its
+	// maximum: each GET costs the server and this process CPU of its own, whatever its size.
+	Stream     StreamGetter
+	BatchParts int
 }
 
 // DefaultConfig returns the window used for a part size and a request concurrency: start with one part,
@@ -89,8 +101,9 @@ type Reader struct {
 type Stats struct {
 	// Streamed reads came from the window; Direct reads were fetched on their own (random access).
 	Streamed, Direct int
-	// Parts is the number of ranged GETs the window issued.
-	Parts int
+	// Parts is the number of parts the window requested; GETs is the number of ranged GETs that
+	// fetched them (fewer when GETs fill several parts).
+	Parts, GETs int
 }
 
 // Stats returns the reader's counters.
@@ -214,15 +227,29 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		r.drop(r.parts[0])
 		r.parts = r.parts[1:]
 	}
-	// Keep window bytes requested past the end of this read.
+	// Keep window bytes requested past the end of this read. A streaming reader at the full window
+	// fetches BatchParts parts per GET, which may request up to BatchParts-1 parts beyond the window.
 	target := min(end+r.window, r.size)
+	batch := 1
+	if r.cfg.Stream != nil && r.window >= r.cfg.MaxWindow {
+		batch = max(1, r.cfg.BatchParts)
+	}
 	for r.fetchedTo < target {
-		n := min(r.cfg.PartSize, r.size-r.fetchedTo)
-		p := &part{off: r.fetchedTo, buf: r.cfg.Pool.Get(int(n)), done: make(chan struct{}), refs: 1}
-		r.parts = append(r.parts, p)
-		r.fetchedTo += n
-		r.stats.Parts++
-		go r.fetch(p)
+		var ps []*part
+		for len(ps) < batch && r.fetchedTo < r.size {
+			n := min(r.cfg.PartSize, r.size-r.fetchedTo)
+			p := &part{off: r.fetchedTo, buf: r.cfg.Pool.Get(int(n)), done: make(chan struct{}), refs: 1}
+			r.parts = append(r.parts, p)
+			r.fetchedTo += n
+			ps = append(ps, p)
+		}
+		r.stats.Parts += len(ps)
+		r.stats.GETs++
+		if len(ps) == 1 {
+			go r.fetch(ps[0])
+		} else {
+			go r.fetchStream(ps)
+		}
 	}
 	var need []*part
 	for _, p := range r.parts {
@@ -249,6 +276,31 @@ func (r *Reader) fetch(p *part) {
 	p.err = r.get.GetRange(r.ctx, r.obj, p.off, p.buf)
 	close(p.done)
 	r.unref(p)
+}
+
+// fetchStream fills consecutive parts from one GET, handing each to its readers as soon as it is full.
+// If the stream fails, the part being filled and those after it fail; a retried read refetches them.
+func (r *Reader) fetchStream(ps []*part) {
+	off := ps[0].off
+	var n int64
+	for _, p := range ps {
+		n += int64(len(p.buf))
+	}
+	body, err := r.cfg.Stream.GetStream(r.ctx, r.obj, off, n)
+	for _, p := range ps {
+		if err == nil {
+			var got int
+			if got, err = io.ReadFull(body, p.buf); err != nil {
+				err = fmt.Errorf("read %s bytes %d-%d: got %d: %w", r.obj.Key, p.off, p.end()-1, got, err)
+			}
+		}
+		p.err = err
+		close(p.done)
+		r.unref(p)
+	}
+	if body != nil {
+		_ = body.Close()
+	}
 }
 
 // unref drops one user of p's buffer.

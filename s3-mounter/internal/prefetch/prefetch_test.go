@@ -272,3 +272,59 @@ func TestPooledBuffersAreNotReusedWhileAReadHoldsThem(t *testing.T) {
 	holder.Close()
 	churn.Close()
 }
+
+func TestStreamingReaderFillsSeveralPartsPerGET(t *testing.T) {
+	f, data, obj := setup(t, 40*part)
+	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 4 * part, Stream: f, BatchParts: 2}
+	r := prefetch.NewReader(context.Background(), f, obj, cfg)
+	defer r.Close()
+	var got []byte
+	for off := int64(0); off < obj.Size; off += part / 2 {
+		got = append(got, read(t, r, off, part/2)...)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("sequential read through streamed GETs returned wrong bytes")
+	}
+	st := r.Stats()
+	if st.Parts != 40 || st.GETs >= st.Parts || f.Streams == 0 {
+		t.Errorf("stats %+v with %d streamed GETs, want 40 parts from fewer GETs", st, f.Streams)
+	}
+	if gets := f.Gets(); len(gets) != st.GETs {
+		t.Errorf("server saw %d GETs, reader counted %d", len(gets), st.GETs)
+	}
+	for _, g := range f.Gets() {
+		if g.Len > 2*part {
+			t.Errorf("GET of %d bytes exceeds two parts", g.Len)
+		}
+	}
+}
+
+func TestBrokenStreamFailsTheReadAndARetryRefetches(t *testing.T) {
+	f, data, obj := setup(t, 40*part)
+	cfg := prefetch.Config{PartSize: part, InitialWindow: part, MaxWindow: 4 * part, Stream: f, BatchParts: 2}
+	r := prefetch.NewReader(context.Background(), f, obj, cfg)
+	defer r.Close()
+	// The first streamed GET breaks halfway through its second part.
+	f.StreamFailAfter = part + part/2
+	var got []byte
+	failures := 0
+	for off := int64(0); off < obj.Size; {
+		d, err := r.ReadAt(context.Background(), off, part/2)
+		if err != nil {
+			if failures++; failures > 1 {
+				t.Fatalf("read at %d failed again after a retry: %v", off, err)
+			}
+			continue
+		}
+		b := bytes.Join(d.Chunks, nil)
+		d.Release()
+		got = append(got, b...)
+		off += int64(len(b))
+	}
+	if failures != 1 {
+		t.Errorf("%d failed reads, want exactly the one that hit the broken stream", failures)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatal("reads after a broken stream returned wrong bytes")
+	}
+}

@@ -200,25 +200,35 @@ func (c *Client) List(ctx context.Context, prefix, delimiter, token string, maxK
 // GetRange fills dst with the object's bytes starting at off. A non-empty etag pins the version read,
 // so a concurrent overwrite fails the read (PreconditionFailed) instead of mixing two objects.
 func (c *Client) GetRange(ctx context.Context, obj prefetch.Object, off int64, dst []byte) error {
-	key, etag := obj.Key, obj.ETag
 	if len(dst) == 0 {
 		return nil
 	}
-	rng := fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dst))-1)
+	body, err := c.GetStream(ctx, obj, off, int64(len(dst)))
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	n, err := io.ReadFull(body, dst)
+	if err != nil {
+		return fmt.Errorf("read %s bytes %d-%d: got %d: %w", obj.Key, off, off+int64(len(dst))-1, n, err)
+	}
+	return nil
+}
+
+// GetStream sends one ranged GET for bytes [off, off+n) (n > 0), pinned to obj's ETag like GetRange,
+// and returns the response body; the caller reads and closes it.
+func (c *Client) GetStream(ctx context.Context, obj prefetch.Object, off, n int64) (io.ReadCloser, error) {
+	key, etag := obj.Key, obj.ETag
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
 	in := &s3.GetObjectInput{Bucket: &c.bucket, Key: &key, Range: &rng}
 	if etag != "" {
 		in.IfMatch = &etag
 	}
 	out, err := c.s3.GetObject(ctx, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer out.Body.Close()
-	n, err := io.ReadFull(out.Body, dst)
-	if err != nil {
-		return fmt.Errorf("read %s bytes %d-%d: got %d: %w", key, off, off+int64(len(dst))-1, n, err)
-	}
-	return nil
+	return out.Body, nil
 }
 
 // crc32cHeader is the x-amz-checksum-crc32c value of a CRC32C: base64 of its 4 big-endian bytes.

@@ -3,11 +3,13 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -32,8 +34,10 @@ type FakeS3 struct {
 	uploads map[string]map[int32][]byte
 	nextID  int
 
-	// gets records every ranged GET in order.
+	// gets records every ranged GET in order (GetRange and GetStream alike).
 	gets []Range
+	// Streams counts GetStream calls; StreamFailAfter > 0 breaks the next stream after that many bytes.
+	Streams, StreamFailAfter int64
 	// Puts, Parts, Completes and Aborts count write calls.
 	Puts, Parts, Completes, Aborts int
 	// PartSizes records the size of each uploaded part by part number.
@@ -162,6 +166,28 @@ func (f *FakeS3) GetRange(_ context.Context, obj prefetch.Object, off int64, dst
 	copy(dst, b[off:])
 	return nil
 }
+
+// GetStream returns bytes [off, off+n) as a stream, like GetRange (and logged with it). With
+// StreamFailAfter > 0 the stream breaks after that many bytes.
+func (f *FakeS3) GetStream(ctx context.Context, obj prefetch.Object, off, n int64) (io.ReadCloser, error) {
+	dst := make([]byte, n)
+	if err := f.GetRange(ctx, obj, off, dst); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Streams++
+	var r io.Reader = bytes.NewReader(dst)
+	if f.StreamFailAfter > 0 && f.StreamFailAfter < n {
+		r = io.MultiReader(bytes.NewReader(dst[:f.StreamFailAfter]), errReader{apiErr("InternalError")})
+		f.StreamFailAfter = 0
+	}
+	return io.NopCloser(r), nil
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // Put stores an object.
 func (f *FakeS3) Put(_ context.Context, key string, data []byte, sum uint32) (string, error) {
