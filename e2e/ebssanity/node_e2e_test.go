@@ -4,6 +4,7 @@ package ebssanity
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +46,21 @@ func TestE2EEBSNodeModeWithoutCredentials(t *testing.T) {
 		t.Fatalf("max volumes = %d, want 26", info.GetMaxVolumesPerNode())
 	}
 	caps, err := node.NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
-	if err != nil || len(caps.GetCapabilities()) != 3 {
-		t.Fatalf("NodeGetCapabilities = %v, %v", caps, err)
+	if err != nil {
+		t.Fatalf("NodeGetCapabilities: %v", err)
+	}
+	var got []csi.NodeServiceCapability_RPC_Type
+	for _, c := range caps.GetCapabilities() {
+		got = append(got, c.GetRpc().GetType())
+	}
+	want := []csi.NodeServiceCapability_RPC_Type{
+		csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		csi.NodeServiceCapability_RPC_EXPAND_VOLUME,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_STATS,
+		csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("NodeGetCapabilities = %v, want %v", got, want)
 	}
 	_, err = node.NodeGetVolumeStats(ctx, &csi.NodeGetVolumeStatsRequest{VolumeId: "vol-0123", VolumePath: t.TempDir() + "/gone"})
 	if status.Code(err) != codes.NotFound {
