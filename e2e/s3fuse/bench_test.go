@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,8 +158,14 @@ func rawSDK(t *testing.T, client *s3.Client, bucket string, data, dst []byte, of
 	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = 16 << 20; d.Concurrency = 4 })
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 4 })
 	if dst == nil {
-		// Untouched: the download takes the page faults; zeros cannot pass for the random object.
-		dst = make([]byte, benchSize)
+		// Memory fresh from the kernel (the Go heap would hand back the last round's resident buffer):
+		// the download takes the page faults; zeros cannot pass for the random object.
+		m, err := syscall.Mmap(-1, 0, benchSize, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = syscall.Munmap(m) }()
+		dst = m
 	} else {
 		// Every page differs from the object before the download (and is resident), so the check
 		// after it sees only bytes this download wrote.
