@@ -13,7 +13,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -29,8 +28,10 @@ type Syncer interface {
 	SyncClaim(context.Context, *v1.PersistentVolumeClaim) error
 	SyncVolume(context.Context, *v1.PersistentVolume) error
 	SyncCloneSource(ctx context.Context, namespace, name string) error
-	ForgetClaim(uid types.UID)
-	Forget(uid types.UID)
+	// ForgetClaim and Forget drop what the Syncer remembers about a claim or PV; the controller calls them from
+	// the worker owning the key, once the lister no longer has the object.
+	ForgetClaim(namespace, name string)
+	Forget(name string)
 }
 
 // Informers are the shared informers the controller registers handlers on.
@@ -129,6 +130,9 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		// Forgotten here, not in the delete handler: this worker owns the key, so no other worker holds a copy of
+		// the claim, and the cache never serves one again.
+		c.s.ForgetClaim(ns, name)
 		return nil
 	}
 	if err != nil {
@@ -140,6 +144,8 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 func (c *Controller) syncVolume(ctx context.Context, name string) error {
 	pv, err := c.volumes.Get(name)
 	if apierrors.IsNotFound(err) {
+		// See syncClaim: only the worker owning the key may forget, once the cache has no copy left to hand out.
+		c.s.Forget(name)
 		return nil
 	}
 	if err != nil {
@@ -233,7 +239,12 @@ func (c *Controller) claimDeleted(o any) {
 	if !ok {
 		return
 	}
-	c.s.ForgetClaim(claim.UID)
+	// The worker forgets the claim (syncClaim). Forgetting here would race with a worker that took the claim's
+	// last cached copy just before the cache dropped it: that copy, with the record gone, repeats the clean-up of
+	// a claim deleted during provisioning (CreateVolume again, DeleteVolume again).
+	if key, err := cache.MetaNamespaceKeyFunc(claim); err == nil {
+		c.claimQ.Add(key)
+	}
 	c.enqueueCloneSources(claim)
 }
 
@@ -260,8 +271,11 @@ func (c *Controller) volumeDeleted(o any) {
 	if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
 	}
+	// The worker forgets the PV (syncVolume). Forgetting here would race with a worker that took the PV's last
+	// cached copy (Released, finalizer on) just before the cache dropped it: with the record gone, that copy
+	// calls DeleteVolume a second time.
 	if pv, ok := o.(*v1.PersistentVolume); ok {
-		c.s.Forget(pv.UID)
+		c.volumeQ.Add(pv.Name)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -27,7 +26,7 @@ type recorder struct {
 	claims    map[string]int
 	volumes   map[string]int
 	sources   map[string]int
-	forgotten []types.UID
+	forgotten []string
 	claimErr  error
 }
 
@@ -53,12 +52,12 @@ func (r *recorder) SyncCloneSource(_ context.Context, ns, name string) error {
 	r.sources[ns+"/"+name]++
 	return nil
 }
-func (r *recorder) ForgetClaim(uid types.UID) { r.forget(uid) }
-func (r *recorder) Forget(uid types.UID)      { r.forget(uid) }
-func (r *recorder) forget(uid types.UID) {
+func (r *recorder) ForgetClaim(ns, name string) { r.forget(ns + "/" + name) }
+func (r *recorder) Forget(name string)          { r.forget(name) }
+func (r *recorder) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.forgotten = append(r.forgotten, uid)
+	r.forgotten = append(r.forgotten, key)
 }
 
 func (r *recorder) count(m map[string]int, k string) int {
@@ -162,10 +161,18 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 	if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted PV forgotten", func() bool {
+	eventually(t, "deleted PV forgotten by its worker", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return fmt.Sprint(r.forgotten) == "[pv-uid]"
+		return fmt.Sprint(r.forgotten) == "[pv-1]"
+	})
+	if err := kube.CoreV1().PersistentVolumeClaims("ns").Delete(ctx, "clone", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deleted claim forgotten by its worker", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return fmt.Sprint(r.forgotten) == "[pv-1 ns/clone]"
 	})
 }
 

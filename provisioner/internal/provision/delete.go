@@ -24,7 +24,9 @@ func (p *Provisioner) IsOursPV(pv *v1.PersistentVolume) bool {
 // SyncVolume deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
 // as upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it),
 // then DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone
-// is remembered, so the events our own writes cause do not call it again (upstream #1235).
+// is remembered, so the events our own writes cause do not call it again (upstream #1235), until the lister no
+// longer has the PV (Forget). A restarted process, which remembers nothing, calls it again only while our
+// finalizer is on the PV; CSI requires DeleteVolume to be idempotent for that case.
 func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (err error) {
 	if pv == nil || !p.IsOursPV(pv) {
 		return nil
@@ -42,7 +44,13 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	if pv.Status.Phase != v1.VolumeReleased {
 		return nil
 	}
-	switch p.deleteStage(pv.UID) {
+	if pv.DeletionTimestamp != nil && !slices.Contains(pv.Finalizers, VolumeFinalizer) {
+		// Our finalizer goes only after DeleteVolume succeeded (or, on a PV made without it, the PV is deleted
+		// only then): this PV waits for other finalizers, its volume is gone. This holds for a process that
+		// restarted too, which has no record of the deletion (upstream skips such PVs as well).
+		return nil
+	}
+	switch p.deleteStage(pv) {
 	case stageFinalized:
 		return nil
 	case stageVolumeDeleted:
@@ -70,7 +78,7 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
 	}
-	p.setDeleteStage(pv.UID, stageVolumeDeleted)
+	p.setDeleteStage(pv, stageVolumeDeleted)
 	logger.V(2).Info("Deleted volume", "volumeID", pv.Spec.CSI.VolumeHandle)
 	return p.finalizePV(ctx, pv)
 }
@@ -84,15 +92,18 @@ const (
 	stageFinalized
 )
 
-func (p *Provisioner) deleteStage(uid types.UID) deleteStage {
+func (p *Provisioner) deleteStage(pv *v1.PersistentVolume) deleteStage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.deleted[uid]
+	if r, ok := p.deleted[pv.Name]; ok && r.uid == pv.UID {
+		return r.stage
+	}
+	return stageNone
 }
 
-func (p *Provisioner) setDeleteStage(uid types.UID, s deleteStage) {
+func (p *Provisioner) setDeleteStage(pv *v1.PersistentVolume, s deleteStage) {
 	p.mu.Lock()
-	p.deleted[uid] = s
+	p.deleted[pv.Name] = pvRecord{uid: pv.UID, stage: s}
 	p.mu.Unlock()
 }
 
@@ -106,7 +117,7 @@ func (p *Provisioner) finalizePV(ctx context.Context, pv *v1.PersistentVolume) e
 		err = p.deletePV(ctx, pv)
 	}
 	if err == nil {
-		p.setDeleteStage(pv.UID, stageFinalized)
+		p.setDeleteStage(pv, stageFinalized)
 	}
 	return err
 }

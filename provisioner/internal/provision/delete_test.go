@@ -94,6 +94,27 @@ func TestSyncVolume(t *testing.T) {
 			wantEvent: "VolumeFailedDelete",
 		},
 		{
+			// A process that restarted after dropping the finalizer remembers nothing; the PV waits for
+			// another finalizer (pv-protection) and its volume is gone.
+			name: "being deleted without our finalizer: no DeleteVolume",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				now := metav1.Now()
+				pv.DeletionTimestamp = &now
+				pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+			}),
+		},
+		{
+			// A process that restarted between the PV delete and the finalizer patch: DeleteVolume again
+			// (idempotent), then the patch.
+			name: "being deleted with our finalizer: DeleteVolume, drop finalizer",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				now := metav1.Now()
+				pv.DeletionTimestamp = &now
+			}),
+			wantAct:     []string{"patch persistentvolumes"},
+			wantDeletes: 1,
+		},
+		{
 			name:      "PV of another driver: nothing",
 			pv:        releasedPV(func(pv *v1.PersistentVolume) { pv.Spec.CSI.Driver = "other" }),
 			wantFinal: true,
@@ -144,9 +165,14 @@ func TestSyncVolumeDeletesOnce(t *testing.T) {
 	if got, want := h.actions(), []string{"delete persistentvolumes", "patch persistentvolumes"}; !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
-	// A restarted provisioner has no memory: it may call DeleteVolume again, which is idempotent.
-	h.p.Forget(pv.UID)
-	if h.p.deleteStage(pv.UID) != stageNone {
+	// A later PV of the same name is a new object: the record of the old one does not apply to it.
+	newer := pv.DeepCopy()
+	newer.UID = "pv-uid-2"
+	if h.p.deleteStage(newer) != stageNone {
+		t.Error("the record of a PV applied to a later PV of the same name")
+	}
+	h.p.Forget(pv.Name)
+	if h.p.deleteStage(pv) != stageNone {
 		t.Error("Forget kept the stage")
 	}
 }

@@ -47,7 +47,7 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		volName = v
 	}
 
-	stage := p.claimStage(claim.UID)
+	stage := p.claimStage(claim)
 	if claim.DeletionTimestamp != nil {
 		if !hasIntent(claim) || stage == claimReleased {
 			return nil
@@ -179,7 +179,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 			return slow(fmt.Errorf("PV %s already exists and belongs to another claim", volName))
 		}
 	}
-	p.setClaimStage(claim.UID, claimPVCreated)
+	p.setClaimStage(claim, claimPVCreated)
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
 	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
@@ -197,7 +197,7 @@ func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolu
 		}
 		return err
 	}
-	p.setClaimStage(claim.UID, claimReleased)
+	p.setClaimStage(claim, claimReleased)
 	return p.releaseSource(ctx, claim)
 }
 

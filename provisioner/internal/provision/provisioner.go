@@ -84,13 +84,31 @@ type Provisioner struct {
 	csiNodes storagelisters.CSINodeLister
 	nodes    corelisters.NodeLister
 
-	// deleted remembers PVs whose volume DeleteVolume already removed, so the informer events caused by our own
-	// PV writes never lead to a second DeleteVolume (upstream #1235). Entries go when the PV does (Forget).
-	mu      sync.Mutex
-	deleted map[types.UID]deleteStage
-	// claimDone remembers claims whose PV this process created and whose intent it released, so that the
-	// informer's stale copies (still showing the intent, or no PV yet) neither repeat CreateVolume nor the release.
-	claimDone map[types.UID]claimStage
+	// deleted remembers, by PV name, PVs whose volume DeleteVolume already removed, so the informer events
+	// caused by our own PV writes never lead to a second DeleteVolume (upstream #1235). claimDone remembers, by
+	// "namespace/name", claims whose PV this process created and whose intent it released, so that the informer's
+	// stale copies (still showing the intent, or no PV yet) neither repeat CreateVolume nor the release.
+	//
+	// An entry may go only when no worker can still be handed a copy of its object: the controller calls Forget
+	// and ForgetClaim from the worker that owns the key, after the lister no longer has the object. The informer's
+	// delete handler must not: it runs after the cache dropped the object, but a worker may have taken a stale
+	// copy just before, and would act on it with the record gone.
+	mu        sync.Mutex
+	deleted   map[string]pvRecord
+	claimDone map[string]claimRecord
+}
+
+// pvRecord is how far the deletion of the PV with this UID got in this process. The UID tells a PV apart
+// from a later one of the same name.
+type pvRecord struct {
+	uid   types.UID
+	stage deleteStage
+}
+
+// claimRecord is how far provisioning of the claim with this UID got in this process.
+type claimRecord struct {
+	uid   types.UID
+	stage claimStage
 }
 
 // claimStage is how far provisioning of a claim got in this process.
@@ -102,34 +120,41 @@ const (
 	claimReleased
 )
 
-func (p *Provisioner) claimStage(uid types.UID) claimStage {
+func claimKey(claim *v1.PersistentVolumeClaim) string { return claim.Namespace + "/" + claim.Name }
+
+func (p *Provisioner) claimStage(claim *v1.PersistentVolumeClaim) claimStage {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.claimDone[uid]
+	if r, ok := p.claimDone[claimKey(claim)]; ok && r.uid == claim.UID {
+		return r.stage
+	}
+	return claimNone
 }
 
-func (p *Provisioner) setClaimStage(uid types.UID, s claimStage) {
+func (p *Provisioner) setClaimStage(claim *v1.PersistentVolumeClaim, s claimStage) {
 	p.mu.Lock()
-	p.claimDone[uid] = s
+	p.claimDone[claimKey(claim)] = claimRecord{uid: claim.UID, stage: s}
 	p.mu.Unlock()
 }
 
-// ForgetClaim drops what the provisioner remembers about a claim that is gone from the API.
-func (p *Provisioner) ForgetClaim(uid types.UID) {
+// ForgetClaim drops what the provisioner remembers about the claim namespace/name. Call it only once the claim
+// is gone from the lister, from the worker that owns the claim's key (see Provisioner.claimDone).
+func (p *Provisioner) ForgetClaim(namespace, name string) {
 	p.mu.Lock()
-	delete(p.claimDone, uid)
+	delete(p.claimDone, namespace+"/"+name)
 	p.mu.Unlock()
 }
 
 // New returns a Provisioner.
 func New(cfg Config, deps Deps) *Provisioner {
-	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[types.UID]deleteStage{}, claimDone: map[types.UID]claimStage{}}
+	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}}
 }
 
-// Forget drops what the provisioner remembers about a PV that is gone from the API.
-func (p *Provisioner) Forget(uid types.UID) {
+// Forget drops what the provisioner remembers about the PV name. Call it only once the PV is gone from the
+// lister, from the worker that owns the PV's key (see Provisioner.deleted).
+func (p *Provisioner) Forget(name string) {
 	p.mu.Lock()
-	delete(p.deleted, uid)
+	delete(p.deleted, name)
 	p.mu.Unlock()
 }
 
