@@ -2,6 +2,7 @@ package csimock
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -69,11 +70,12 @@ func (s controller) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest
 	if limit := req.GetCapacityRange().GetLimitBytes(); limit != 0 && limit < size {
 		return nil, status.Errorf(codes.OutOfRange, "capacity_range: limit_bytes %d < required_bytes %d", limit, size)
 	}
-	source := ""
+	source, sourceVolume := "", ""
 	if src := req.GetVolumeContentSource(); src != nil {
 		switch {
 		case src.GetVolume() != nil:
-			source = "volume:" + src.GetVolume().GetVolumeId()
+			sourceVolume = src.GetVolume().GetVolumeId()
+			source = "volume:" + sourceVolume
 		case src.GetSnapshot() != nil:
 			source = "snapshot:" + src.GetSnapshot().GetSnapshotId()
 		}
@@ -82,9 +84,9 @@ func (s controller) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest
 
 	s.d.mu.Lock()
 	defer s.d.mu.Unlock()
-	if source != "" && len(source) > 7 && source[:7] == "volume:" {
-		if _, ok := s.d.volumes[source[7:]]; !ok {
-			return nil, status.Errorf(codes.NotFound, "volume_content_source: source volume %q not found", source[7:])
+	if sourceVolume != "" {
+		if _, ok := s.d.volumes[sourceVolume]; !ok {
+			return nil, status.Errorf(codes.NotFound, "volume_content_source: source volume %q not found", sourceVolume)
 		}
 	}
 	if id, ok := s.d.byName[req.GetName()]; ok {
@@ -155,7 +157,7 @@ func (s controller) ControllerPublishVolume(_ context.Context, req *csi.Controll
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
 	}
-	if !contains(v.PublishedNodes, req.GetNodeId()) {
+	if !slices.Contains(v.PublishedNodes, req.GetNodeId()) {
 		v.PublishedNodes = append(v.PublishedNodes, req.GetNodeId())
 		sort.Strings(v.PublishedNodes)
 	}
@@ -264,13 +266,4 @@ func (s node) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGe
 
 func (s node) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	return &csi.NodeGetCapabilitiesResponse{}, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
