@@ -12,6 +12,8 @@ require (
 	k8s.io/klog/v2 v2.140.0
 )
 
+require golang.org/x/time v0.14.0 // indirect
+
 require (
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.20.14 // indirect

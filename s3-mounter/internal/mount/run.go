@@ -64,6 +64,7 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 		Bucket: cfg.Bucket, Region: cfg.Region, EndpointURL: cfg.EndpointURL, ForcePathStyle: cfg.ForcePathStyle,
 		NoSignRequest: cfg.NoSignRequest, UserAgentPrefix: cfg.UserAgentPrefix, StorageClass: cfg.StorageClass,
 		SSE: cfg.SSE, SSEKMSKeyID: cfg.SSEKMSKeyID, MaxConns: cfg.MaxThreads,
+		MaxBytesPerSecond: s3client.GbpsToBytes(cfg.MaximumThroughputGbps),
 	})
 	if err != nil {
 		return err

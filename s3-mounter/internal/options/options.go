@@ -57,7 +57,7 @@ type Config struct {
 	ReadPartSize  int64
 	WritePartSize int64
 	MaxThreads    int
-	// MaximumThroughputGbps is accepted for compatibility; 0 means not given.
+	// MaximumThroughputGbps caps object data moved to and from S3; 0 means not given (no cap).
 	MaximumThroughputGbps float64
 
 	StorageClass    string
@@ -377,7 +377,7 @@ Mounts an S3 bucket with Mountpoint's semantics; accepts mount-s3's options.
   --cache DIR, --max-cache-size MiB  local cache of object data
   --part-size B, --read-part-size B, --write-part-size B  request sizes (default 8 MiB)
   --max-threads N            concurrent S3 requests (default 16)
-  --maximum-throughput-gbps G  accepted for compatibility
+  --maximum-throughput-gbps G  cap on S3 transfers, in Gbit/s (default: none)
   --storage-class C, --sse AES256|aws:kms|aws:kms:dsse, --sse-kms-key-id K  for new objects
   --user-agent-prefix S      prefix of the HTTP User-Agent
   -f, --foreground           stay in the foreground

@@ -47,6 +47,8 @@ type Options struct {
 	SSEKMSKeyID     string
 	// MaxConns bounds idle connections kept per host; parallel ranged GETs need one each.
 	MaxConns int
+	// MaxBytesPerSecond caps object data moved both ways (--maximum-throughput-gbps); 0: no cap.
+	MaxBytesPerSecond float64
 }
 
 // Client performs object operations on one bucket.
@@ -54,6 +56,8 @@ type Client struct {
 	s3     *s3.Client
 	bucket string
 	opts   Options
+	// throughput paces object data; nil without --maximum-throughput-gbps.
+	throughput *Throughput
 }
 
 // ObjectInfo is what the filesystem knows about an object.
@@ -125,7 +129,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 			so.APIOptions = append(so.APIOptions, userAgentPrefix(o.UserAgentPrefix))
 		}
 	})
-	return &Client{s3: client, bucket: o.Bucket, opts: o}, nil
+	return &Client{s3: client, bucket: o.Bucket, opts: o, throughput: NewThroughput(o.MaxBytesPerSecond)}, nil
 }
 
 func maxAttemptsFromEnv() int {
@@ -228,7 +232,7 @@ func (c *Client) GetStream(ctx context.Context, obj prefetch.Object, off, n int6
 	if err != nil {
 		return nil, err
 	}
-	return out.Body, nil
+	return c.throughput.Body(ctx, out.Body), nil
 }
 
 // crc32cHeader is the x-amz-checksum-crc32c value of a CRC32C: base64 of its 4 big-endian bytes.
@@ -240,6 +244,9 @@ func crc32cHeader(sum uint32) *string {
 
 // Put uploads a whole object in one request, with the CRC32C of data (sum) for the server to check.
 func (c *Client) Put(ctx context.Context, key string, data []byte, sum uint32) (string, error) {
+	if err := c.throughput.Wait(ctx, len(data)); err != nil {
+		return "", err
+	}
 	in := &s3.PutObjectInput{
 		Bucket: &c.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
 		ChecksumCRC32C: crc32cHeader(sum),
@@ -268,6 +275,10 @@ func (c *Client) CreateMultipart(ctx context.Context, key string) (string, error
 // UploadPart uploads part number n (1-based) with the CRC32C of data (sum) and returns its ETag. The
 // checksum goes in a header, so the body is sent as is (no aws-chunked trailer).
 func (c *Client) UploadPart(ctx context.Context, key, uploadID string, n int32, data []byte, sum uint32) (string, error) {
+	// The part's bytes are paid for before it is sent: parts are a few MiB, so the average rate holds.
+	if err := c.throughput.Wait(ctx, len(data)); err != nil {
+		return "", err
+	}
 	out, err := c.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &c.bucket, Key: &key, UploadId: &uploadID, PartNumber: &n,
 		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))), ChecksumCRC32C: crc32cHeader(sum),
