@@ -16,6 +16,11 @@ import (
 // than the new volume, same volume mode unless the content allows a change) and sets it as the content source.
 // Snapshots are read with direct GETs: restores are rare and a cluster-wide snapshot cache is not worth its memory.
 func (p *Provisioner) planSnapshot(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, size int64) error {
+	if !p.cfg.Capabilities.Snapshot {
+		// Upstream refuses too: a driver without snapshots cannot know the handle, and CreateVolume would fail
+		// or, worse, ignore the content source and hand back an empty volume.
+		return slow(fmt.Errorf("dataSource: driver %s does not support restoring from a VolumeSnapshot (no CREATE_DELETE_SNAPSHOT capability)", p.cfg.DriverName))
+	}
 	if p.Snapshots == nil {
 		return slow(fmt.Errorf("dataSource: restoring from a VolumeSnapshot needs the snapshot.storage.k8s.io API, which this provisioner has no client for"))
 	}

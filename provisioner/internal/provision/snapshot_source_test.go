@@ -43,11 +43,13 @@ func TestRestoreFromSnapshot(t *testing.T) {
 		name      string
 		mod       func(*snapv1.VolumeSnapshot, *snapv1.VolumeSnapshotContent)
 		claimMod  func(*v1.PersistentVolumeClaim)
+		noCap     bool // the driver lacks CREATE_DELETE_SNAPSHOT
 		wantErr   bool
 		wantSlow  bool
 		wantSnaps bool // CreateVolume got the snapshot as content source
 	}{
 		{name: "ready snapshot of this driver", wantSnaps: true},
+		{name: "driver without CREATE_DELETE_SNAPSHOT", noCap: true, wantErr: true, wantSlow: true},
 		{name: "not ready", mod: func(vs *snapv1.VolumeSnapshot, _ *snapv1.VolumeSnapshotContent) {
 			f := false
 			vs.Status.ReadyToUse = &f
@@ -82,7 +84,9 @@ func TestRestoreFromSnapshot(t *testing.T) {
 			if tc.claimMod != nil {
 				tc.claimMod(claim)
 			}
-			h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+			cfg := defaultConfig()
+			cfg.Capabilities.Snapshot = !tc.noCap
+			h := newHarness(t, cfg, claim, testutil.Class("fast", nil))
 			snaps := snapfake.NewSimpleClientset(vs, vsc)
 			h.p.Snapshots = snaps
 			err := h.p.SyncClaim(context.Background(), claim.DeepCopy())
