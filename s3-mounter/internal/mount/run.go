@@ -93,6 +93,8 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	}
 	root := s3fs.NewRoot(ctx, fsClient, fsCfg)
 	opts := s3fs.MountOptions(fsCfg, "mountpoint-s3")
+	// go-fuse's own messages go to the same log as ours, not to a bare stderr.
+	opts.Logger = klog.NewStandardLogger("WARNING")
 	srv, err := fs.Mount(cfg.MountPoint, root, opts)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
