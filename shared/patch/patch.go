@@ -8,6 +8,10 @@
 // patch works for built-in types and custom resources alike, unlike strategic merge patch. When nothing
 // changes, no request is sent. RetryOnConflict re-reads and retries after a Conflict.
 //
+// RemoveOwned is the one exception: it drops finalizers and annotations only the caller sets with a JSON patch
+// that tests each entry it removes instead of the resourceVersion, for removals that follow a write which
+// changes that version by design (see its documentation for why that is safe).
+//
 // The helpers are generic over the object type: pass the Patch method of a typed client
 // (client.CoreV1().PersistentVolumes().Patch) or of a dynamic resource interface.
 package patch

@@ -9,8 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // IsOursPV reports whether the PV is one this provisioner made.
@@ -157,16 +158,10 @@ func (p *Provisioner) deletePV(ctx context.Context, pv *v1.PersistentVolume) err
 	return nil
 }
 
+// removePVFinalizer drops our finalizer with patch.RemoveOwned rather than a resourceVersion precondition: it
+// follows our own Delete of the PV, which changed that version, and the cached copy in hand predates it.
 func (p *Provisioner) removePVFinalizer(ctx context.Context, pv *v1.PersistentVolume) error {
-	ops := removeFinalizerOps(&pv.ObjectMeta, VolumeFinalizer)
-	if len(ops) == 0 {
-		return nil
-	}
-	body, err := marshalPatch(ops)
-	if err != nil {
-		return err
-	}
-	_, err = p.Kube.CoreV1().PersistentVolumes().Patch(ctx, pv.Name, types.JSONPatchType, body, metav1.PatchOptions{})
+	_, err := patch.RemoveOwned(ctx, p.Kube.CoreV1().PersistentVolumes().Patch, pv, patch.Owned{Finalizers: []string{VolumeFinalizer}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("remove finalizer from PV %s: %w", pv.Name, err)
 	}

@@ -2,89 +2,20 @@ package provision
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
-// Most writes go through shared/patch: one merge patch preconditioned on the resourceVersion the caller read.
-// Two removals are kept here as RFC 6902 JSON patches that "test" the exact list slot and annotation value
-// they remove, because shared/patch can only precondition on the whole object's resourceVersion, and these
-// two follow a write that changes that version by design:
-//   - releasing the intent follows the PV create, on which the PV controller binds the claim (an Update of
-//     the claim) at about the same moment;
-//   - dropping the PV finalizer follows our own Delete of the PV, which changes its resourceVersion, and the
-//     cached copy in hand predates it.
-//
-// A resourceVersion precondition would fail there with 409 and cost a re-read and a second write (or a GET
-// per PV); the slot test still fails instead of removing anything it did not see, and keeps each at one request.
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value,omitempty"`
-}
-
-// pointer escapes a map key or list index for a JSON pointer.
-func pointer(parts ...string) string {
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(p))
-	}
-	return b.String()
-}
-
-// removeFinalizerOps removes finalizer f from meta; nil if it is not there.
-func removeFinalizerOps(meta *metav1.ObjectMeta, f string) []patchOp {
-	i := slices.Index(meta.Finalizers, f)
-	if i < 0 {
-		return nil
-	}
-	path := pointer("metadata", "finalizers", strconv.Itoa(i))
-	return []patchOp{{Op: "test", Path: path, Value: f}, {Op: "remove", Path: path}}
-}
-
-// removeAnnotationOps removes annotation k if meta has it, checking its value first.
-func removeAnnotationOps(meta *metav1.ObjectMeta, k string) []patchOp {
-	v, ok := meta.Annotations[k]
-	if !ok {
-		return nil
-	}
-	path := pointer("metadata", "annotations", k)
-	return []patchOp{{Op: "test", Path: path, Value: v}, {Op: "remove", Path: path}}
-}
-
-func marshalPatch(ops []patchOp) ([]byte, error) {
-	b, err := json.Marshal(ops)
-	if err != nil {
-		return nil, fmt.Errorf("encode patch: %w", err)
-	}
-	return b, nil
-}
-
-// patchClaim applies ops to claim in one request and returns the claim as the server has it now.
-func (p *Provisioner) patchClaim(ctx context.Context, claim *v1.PersistentVolumeClaim, ops []patchOp) (*v1.PersistentVolumeClaim, error) {
-	if len(ops) == 0 {
-		return claim, nil
-	}
-	body, err := marshalPatch(ops)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch(ctx, claim.Name, types.JSONPatchType, body, metav1.PatchOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("patch PVC %s/%s: %w", claim.Namespace, claim.Name, err)
-	}
-	return out, nil
-}
+// Writes go through shared/patch: most as one merge patch preconditioned on the resourceVersion the caller read.
+// Releasing the intent uses patch.RemoveOwned instead, a JSON patch that tests the exact finalizer slot and
+// annotation value it removes, because it follows the PV create, on which the PV controller binds the claim (an
+// Update of the claim) at about the same moment: a resourceVersion precondition would fail there with 409 and
+// cost a re-read and a second write, while the test still fails instead of removing anything it did not see.
 
 // hasIntent reports whether the claim carries the persisted "volume may exist" state.
 func hasIntent(claim *v1.PersistentVolumeClaim) bool {
@@ -114,7 +45,13 @@ func (p *Provisioner) mutateClaim(ctx context.Context, claim *v1.PersistentVolum
 	return out, nil
 }
 
-// releaseIntentOps drops the intent finalizer and annotation.
-func releaseIntentOps(claim *v1.PersistentVolumeClaim) []patchOp {
-	return append(removeFinalizerOps(&claim.ObjectMeta, IntentKey), removeAnnotationOps(&claim.ObjectMeta, IntentKey)...)
+// releaseIntent drops the intent finalizer and annotation in one request and returns the claim as the server has
+// it now; both are only ever set by this provisioner (see patch.RemoveOwned).
+func (p *Provisioner) releaseIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+	out, err := patch.RemoveOwned(ctx, p.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch, claim,
+		patch.Owned{Finalizers: []string{IntentKey}, Annotations: []string{IntentKey}})
+	if err != nil {
+		return nil, fmt.Errorf("patch PVC %s/%s: %w", claim.Namespace, claim.Name, err)
+	}
+	return out, nil
 }

@@ -191,7 +191,7 @@ func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolu
 	if !hasIntent(claim) {
 		return nil
 	}
-	if _, err := p.patchClaim(ctx, claim, releaseIntentOps(claim)); err != nil {
+	if _, err := p.releaseIntent(ctx, claim); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
