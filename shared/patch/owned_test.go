@@ -50,8 +50,8 @@ func TestRemoveOwnedRemovesWhatItSaw(t *testing.T) {
 			owned:       Owned{Finalizers: []string{intentKey}, Annotations: []string{intentKey}}, wantPatch: true,
 			wantFinalizers: []string{protection}, wantAnnotations: map[string]string{"other": "x"}},
 		{name: "nothing owned is there: no request", finalizers: []string{protection},
-			annotations: map[string]string{"other": "x"},
-			owned:       Owned{Finalizers: []string{intentKey}, Annotations: []string{intentKey}},
+			annotations:    map[string]string{"other": "x"},
+			owned:          Owned{Finalizers: []string{intentKey}, Annotations: []string{intentKey}},
 			wantFinalizers: []string{protection}, wantAnnotations: map[string]string{"other": "x"}},
 	}
 	for _, tt := range tests {
