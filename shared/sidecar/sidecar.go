@@ -49,6 +49,7 @@ import (
 	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
 	"go.uber.org/automaxprocs/maxprocs"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -65,7 +66,8 @@ import (
 
 // Options describe the sidecar to Run.
 type Options struct {
-	// Binary is the program name: flag set name, --version output, user agent and Event source.
+	// Binary is the program name: flag set name, --version output, user agent and, unless EventSource says
+	// otherwise, Event source.
 	Binary string
 	// Defaults are the sidecar's --timeout and --worker-threads defaults.
 	Defaults flags.Defaults
@@ -93,6 +95,14 @@ type Options struct {
 	Migration bool
 	// EventScheme knows the types Events are recorded on; nil means client-go's built-in types.
 	EventScheme *runtime.Scheme
+	// EventSource returns the source component of the Events env.Events records, given the driver's name; Run
+	// calls it once the driver is known. Nil means Binary, the source of upstream's attacher, resizer and
+	// snapshotter Events; upstream's provisioner names its Events' source "<driver>_<hostname>" instead.
+	EventSource func(driverName string) string
+	// EventsOwnClient sends env.Events' Events through a clientset of their own, with the same QPS and burst as
+	// the main client but a rate limiter of its own, so a burst of Events never delays the controllers' writes,
+	// nor the reverse. False sends them through env.Clients.Kube.
+	EventsOwnClient bool
 	// Stdout receives --version and --help output; nil means os.Stdout.
 	Stdout io.Writer
 	// OnConnectionLoss and OnLeaseLost replace the default exits, for tests. Nil keeps upstream's behaviour:
@@ -118,7 +128,7 @@ type Env struct {
 	Metrics *metrics.Registry
 	// Queues names and measures work queues: workqueue.New[T](env.Queues, env.QueueConfig(name)).
 	Queues *workqueue.Metrics
-	// Events records Kubernetes Events with Binary as the source.
+	// Events records Kubernetes Events, with Binary (or Options.EventSource) as the source.
 	Events *events.Recorder
 	// HTTP is the diagnostics server, nil without --http-endpoint/--metrics-address.
 	HTTP *httpserver.Server
@@ -239,7 +249,7 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 	// Events keep flowing while work drains; they stop when Run returns.
 	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopEvents()
-	if env.Events, err = events.New(eventsCtx, env.Clients.Kube, events.Options{Component: o.Binary, Scheme: o.EventScheme}); err != nil {
+	if env.Events, err = newRecorder(eventsCtx, o, env); err != nil {
 		return err
 	}
 	defer env.Events.Shutdown()
@@ -283,6 +293,32 @@ func NewFlagSet(o Options) (*flag.FlagSet, *flags.Common, error) {
 		o.AddFlags(fs, common)
 	}
 	return fs, common, nil
+}
+
+// newRecorder builds env.Events with the source and client o asks for.
+func newRecorder(ctx context.Context, o Options, env *Env) (*events.Recorder, error) {
+	source := o.Binary
+	if o.EventSource != nil {
+		source = o.EventSource(env.DriverName)
+	}
+	client, err := eventClient(o, env.Clients)
+	if err != nil {
+		return nil, err
+	}
+	return events.New(ctx, client, events.Options{Component: source, Scheme: o.EventScheme})
+}
+
+// eventClient is the main clientset, or with o.EventsOwnClient a new one from the same configuration (so the
+// same QPS and burst) with a rate limiter of its own.
+func eventClient(o Options, clients *kubeclient.Clients) (kubernetes.Interface, error) {
+	if !o.EventsOwnClient {
+		return clients.Kube, nil
+	}
+	client, err := kubernetes.NewForConfig(kubeclient.ForCore(clients.Config))
+	if err != nil {
+		return nil, fmt.Errorf("creating the Event client: %w", err)
+	}
+	return client, nil
 }
 
 // discover waits for the driver and reads what it is, as every upstream sidecar does at start-up.

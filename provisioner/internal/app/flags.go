@@ -5,6 +5,8 @@ package app
 import (
 	"flag"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/stowage-csi/stowage/shared/flags"
@@ -49,7 +51,8 @@ type Config struct {
 }
 
 // Options are what main passes to sidecar.Run: upstream's flags and defaults, --master for the clients, the
-// driver checks and pprof on every replica (Prepare), and the "migrated" label on CSI call metrics.
+// driver checks and pprof on every replica (Prepare), the "migrated" label on CSI call metrics, and upstream's
+// Event source.
 func (c *Config) Options(args []string) sidecar.Options {
 	return sidecar.Options{
 		Binary:     Binary,
@@ -61,7 +64,18 @@ func (c *Config) Options(args []string) sidecar.Options {
 		Master:     func() string { return c.Master },
 		Prepare:    c.Prepare,
 		Migration:  true,
+		// Events get a client (and rate limiter) of their own with the same limits, so a burst of Events never
+		// delays the writes that provision volumes, and the reverse.
+		EventSource:     EventSource,
+		EventsOwnClient: true,
 	}
+}
+
+// EventSource is upstream's Event source for the provisioner, "<driver>_<hostname>", rather than the binary
+// name; a "_" in the host name becomes "-", so the first "_" after the driver name is the separator.
+func EventSource(driver string) string {
+	host, _ := os.Hostname()
+	return driver + "_" + strings.ReplaceAll(host, "_", "-")
 }
 
 // AddFlags registers the provisioner's own flags with upstream's names and defaults.

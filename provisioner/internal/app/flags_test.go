@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -78,5 +79,22 @@ func TestOptionsPassMasterAfterParsing(t *testing.T) {
 	}
 	if !o.Migration || o.LockPrefix != "" || o.Binary != "csi-provisioner" || o.Prepare == nil {
 		t.Errorf("options %+v: want the migrated label, the driver name as Lease name, and Prepare", o)
+	}
+}
+
+// Events use upstream's provisioner source, "<driver>_<hostname>", through a client of their own.
+func TestOptionsChooseUpstreamEventSource(t *testing.T) {
+	var cfg Config
+	o := cfg.Options(nil)
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "ebs.csi.aws.com_" + strings.ReplaceAll(host, "_", "-")
+	if o.EventSource == nil || o.EventSource("ebs.csi.aws.com") != want {
+		t.Errorf("Event source is not %q", want)
+	}
+	if !o.EventsOwnClient {
+		t.Error("Events share the main client")
 	}
 }

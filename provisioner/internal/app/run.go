@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/stowage-csi/stowage/provisioner/internal/controller"
 	"github.com/stowage-csi/stowage/provisioner/internal/metrics"
 	"github.com/stowage-csi/stowage/provisioner/internal/provision"
-	"github.com/stowage-csi/stowage/shared/events"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/sidecar"
 	"github.com/stowage-csi/stowage/shared/workqueue"
@@ -81,21 +78,6 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 		vacLister = factory.Storage().V1().VolumeAttributesClasses().Lister()
 	}
 
-	// Events get a client (and rate limiter) of their own with the same limits, so a burst of Events never
-	// delays the writes that provision volumes, and the reverse; that, and upstream's source name, is why
-	// env.Events (main client, source "csi-provisioner") is not used here.
-	eventClient, err := kubernetes.NewForConfig(kubeclient.ForCore(d.env.Clients.Config))
-	if err != nil {
-		return fmt.Errorf("event client: %w", err)
-	}
-	// Upstream's Event source is "<driver>_<host>", not the binary name.
-	host, _ := os.Hostname()
-	recorder, err := events.New(ctx, eventClient, events.Options{Component: d.driver + "_" + strings.ReplaceAll(host, "_", "-")})
-	if err != nil {
-		return err
-	}
-	defer recorder.Shutdown()
-
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
 		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
@@ -115,11 +97,12 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
 		Claims: claimInf.Lister(), Volumes: volumeInf.Lister(), Classes: classInf.Lister(),
 		CSINodes: csiNodeLister, Nodes: nodeLister, Attachments: vaInf.Lister(),
-		AttrClasses: vacLister, Recorder: recorder, Metrics: metrics.New(d.env.Metrics.Registerer()),
+		AttrClasses: vacLister, Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
 	})
 
 	var queues controller.Queues
 	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {
+		var err error
 		if *q, err = workqueue.New[string](d.env.Queues, d.env.QueueConfig(name)); err != nil {
 			return err
 		}
