@@ -38,6 +38,8 @@ type result struct {
 	name                  string
 	readMiBs, writeMiBs   float64
 	randomIOPS, randomMiB float64
+	// readCPU is the CPU every process involved (client, FUSE server, versitygw) spent per MiB read, in ms.
+	readCPU float64
 }
 
 // median of the runs, so one disturbed run (other builds share the 2 cores) does not decide.
@@ -85,11 +87,17 @@ func TestBenchS3Fuse(t *testing.T) {
 		// What an application that allocates its destination pays: the page faults of 256 MiB.
 		{name: "  same, fresh buffer each", raw: srv.Client, fresh: true},
 		{name: "  same, default checksums", raw: crc},
-		{name: "s3-fuse", mount: func(t *testing.T) string { return mountBucket(t, srv, bucket, "--allow-overwrite").Dir }},
-		{name: "s3fs 1.90", mount: func(t *testing.T) string { return mountS3fs(t, srv, bucket) }},
+		// FUSE alone: the object served from this process's memory, no S3.
+		{name: "FUSE from memory (no S3)", readOnly: true, mount: func(t *testing.T) (string, int) { return mountMemory(t, data), 0 }},
+		{name: "s3-fuse", mount: func(t *testing.T) (string, int) {
+			m := mountBucket(t, srv, bucket, "--allow-overwrite")
+			return m.Dir, m.cmd.Process.Pid
+		}},
+		{name: "s3fs 1.90", mount: func(t *testing.T) (string, int) { return mountS3fs(t, srv, bucket) }},
 		// rclone writes at ~18 MiB/s (harness.md); one round is enough to place it.
-		{name: "rclone mount 1.60", rounds: 1, mount: func(t *testing.T) string { return mountRclone(t, srv, bucket) }},
+		{name: "rclone mount 1.60", rounds: 1, mount: func(t *testing.T) (string, int) { return mountRclone(t, srv, bucket) }},
 	}
+	srvPid := serverPid(t, srv)
 	// Rounds run every client back to back, so each sees the same machine load (other builds share
 	// the 2 cores); the table shows each client's median over the rounds.
 	samples := make([]samples3, len(clients))
@@ -103,19 +111,20 @@ func TestBenchS3Fuse(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("%s/round-%d", strings.TrimSpace(c.name), round), func(t *testing.T) {
-				var rd, wr, ops float64
+				var m measured
 				if c.raw != nil {
 					into := dst
 					if c.fresh {
 						into = nil
 					}
-					rd, wr, ops = rawSDK(t, c.raw, bucket, data, into, offsets)
+					m = rawSDK(t, c.raw, srvPid, bucket, data, into, offsets)
 				} else {
-					rd, wr, ops = measureMount(t, c.name, c.mount, src, want, offsets, round)
+					m = measureMount(t, c, srvPid, src, want, offsets, round)
 				}
-				samples[i].read = append(samples[i].read, rd)
-				samples[i].write = append(samples[i].write, wr)
-				samples[i].iops = append(samples[i].iops, ops)
+				samples[i].read = append(samples[i].read, m.read)
+				samples[i].write = append(samples[i].write, m.write)
+				samples[i].iops = append(samples[i].iops, m.iops)
+				samples[i].cpu = append(samples[i].cpu, m.readCPU)
 			})
 		}
 	}
@@ -124,6 +133,7 @@ func TestBenchS3Fuse(t *testing.T) {
 		r := result{name: c.name}
 		if len(samples[i].read) > 0 {
 			r.readMiBs, r.writeMiBs, r.randomIOPS = median(samples[i].read), median(samples[i].write), median(samples[i].iops)
+			r.readCPU = median(samples[i].cpu)
 			r.randomMiB = r.randomIOPS * randomSize / (1 << 20)
 		}
 		rows = append(rows, r)
@@ -139,21 +149,52 @@ func TestBenchS3Fuse(t *testing.T) {
 	}
 }
 
-// benchClient is a raw SDK client or a FUSE client (mount returns its mount directory).
+// benchClient is a raw SDK client or a FUSE client (mount returns its mount directory and the pid of
+// its FUSE server, 0 for one in this process).
 type benchClient struct {
 	name   string
 	raw    *s3.Client
-	mount  func(t *testing.T) string
+	mount  func(t *testing.T) (string, int)
 	rounds int
 	// fresh makes a raw client download into a newly allocated buffer each round.
 	fresh bool
+	// readOnly clients are not written to.
+	readOnly bool
 }
 
-type samples3 struct{ read, write, iops []float64 }
+type samples3 struct{ read, write, iops, cpu []float64 }
+
+// measured is one round of one client.
+type measured struct {
+	read, write, iops float64
+	// readCPU is ms of CPU per MiB of the sequential read, summed over this process (the reader), the
+	// FUSE server and versitygw.
+	readCPU float64
+}
+
+// cpuOf sums the CPU the processes have used so far; a pid of 0 is skipped.
+func cpuOf(t *testing.T, pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if pid == 0 {
+			continue
+		}
+		cpu, _, err := cpuTime(pid)
+		if err != nil {
+			t.Fatalf("CPU time of %d: %v", pid, err)
+		}
+		sum += cpu
+	}
+	return sum
+}
+
+func msPerMiB(d time.Duration, n int64) float64 {
+	return float64(d.Microseconds()) / 1000 / (float64(n) / (1 << 20))
+}
 
 // rawSDK measures the limit: manager.Download (16 MiB ranges, 4 at a time) into dst (nil: a new
 // buffer), manager.Upload (8 MiB parts, 4 at a time), and one ranged GET per random read.
-func rawSDK(t *testing.T, client *s3.Client, bucket string, data, dst []byte, offsets []int64) (read, write, iops float64) {
+func rawSDK(t *testing.T, client *s3.Client, srvPid int, bucket string, data, dst []byte, offsets []int64) (m measured) {
 	ctx := context.Background()
 	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = 16 << 20; d.Concurrency = 4 })
 	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 4 })
@@ -174,18 +215,23 @@ func rawSDK(t *testing.T, client *s3.Client, bucket string, data, dst []byte, of
 		}
 	}
 	buf := manager.NewWriteAtBuffer(dst)
+	settle()
+	cpu0 := cpuOf(t, os.Getpid(), srvPid)
 	start := time.Now()
 	n, err := down.Download(ctx, buf, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("seq.bin")})
 	el := time.Since(start)
+	m.readCPU = msPerMiB(cpuOf(t, os.Getpid(), srvPid)-cpu0, n)
 	if err != nil || n != benchSize || !bytes.Equal(buf.Bytes(), data) {
 		t.Fatalf("download: n=%d err=%v (or wrong bytes)", n, err)
 	}
-	read = mibps(n, el)
+	m.read = mibps(n, el)
+	settle()
 	start = time.Now()
 	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("raw-write.bin"), Body: bytes.NewReader(data)}); err != nil {
 		t.Fatal(err)
 	}
-	write = mibps(benchSize, time.Since(start))
+	m.write = mibps(benchSize, time.Since(start))
+	settle()
 	start = time.Now()
 	for _, off := range offsets {
 		rng := fmt.Sprintf("bytes=%d-%d", off, off+randomSize-1)
@@ -196,50 +242,64 @@ func rawSDK(t *testing.T, client *s3.Client, bucket string, data, dst []byte, of
 		_, _ = io.Copy(io.Discard, out.Body)
 		_ = out.Body.Close()
 	}
-	iops = float64(len(offsets)) / time.Since(start).Seconds()
-	return read, write, iops
+	m.iops = float64(len(offsets)) / time.Since(start).Seconds()
+	return m
 }
 
 // measureMount runs the three workloads once through one FUSE client. Each workload uses a fresh mount,
 // so the kernel page cache of an earlier one cannot serve it. The first round also verifies the bytes
 // read, outside the timed read.
-func measureMount(t *testing.T, name string, mount func(t *testing.T) string, src string, want [32]byte, offsets []int64, round int) (read, write, iops float64) {
-	dir := mount(t)
-	start := time.Now()
-	if err := copyFile(src, filepath.Join(dir, fmt.Sprintf("w-%d.bin", round))); err != nil {
-		t.Fatalf("write through %s: %v", name, err)
+func measureMount(t *testing.T, c benchClient, srvPid int, src string, want [32]byte, offsets []int64, round int) (m measured) {
+	name := c.name
+	if !c.readOnly {
+		dir, _ := c.mount(t)
+		settle()
+		start := time.Now()
+		if err := copyFile(src, filepath.Join(dir, fmt.Sprintf("w-%d.bin", round))); err != nil {
+			t.Fatalf("write through %s: %v", name, err)
+		}
+		m.write = mibps(benchSize, time.Since(start))
 	}
-	write = mibps(benchSize, time.Since(start))
 
-	dir = mount(t)
-	start = time.Now()
+	dir, pid := c.mount(t)
+	settle()
+	cpu0 := cpuOf(t, os.Getpid(), pid, srvPid)
+	start := time.Now()
 	n, _, err := readFile(filepath.Join(dir, "seq.bin"), false)
 	el := time.Since(start)
+	m.readCPU = msPerMiB(cpuOf(t, os.Getpid(), pid, srvPid)-cpu0, n)
 	if err != nil || n != benchSize {
 		t.Fatalf("read through %s: n=%d err=%v", name, n, err)
 	}
-	read = mibps(n, el)
+	m.read = mibps(n, el)
 	if round == 0 {
-		if _, sum, err := readFile(filepath.Join(mount(t), "seq.bin"), true); err != nil || sum != want {
+		dir, _ := c.mount(t)
+		if _, sum, err := readFile(filepath.Join(dir, "seq.bin"), true); err != nil || sum != want {
 			t.Errorf("%s returned different bytes (err %v)", name, err)
 		}
 	}
 
-	f, err := os.Open(filepath.Join(mount(t), "seq.bin"))
+	dir, _ = c.mount(t)
+	f, err := os.Open(filepath.Join(dir, "seq.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	buf := make([]byte, randomSize)
+	settle()
 	start = time.Now()
 	for _, off := range offsets {
 		if _, err := f.ReadAt(buf, off); err != nil {
 			t.Fatalf("random read at %d: %v", off, err)
 		}
 	}
-	iops = float64(len(offsets)) / time.Since(start).Seconds()
-	return read, write, iops
+	m.iops = float64(len(offsets)) / time.Since(start).Seconds()
+	return m
 }
+
+// settle writes back dirty pages (the server's copy of the last object written) before a timed
+// workload, so the kernel's writeback does not take CPU from the next client measured.
+func settle() { syscall.Sync() }
 
 func copyFile(src, dst string) error {
 	in, err := os.Open(src)
@@ -293,7 +353,7 @@ func ensurePeers(t *testing.T) {
 
 // peerProcess runs a FUSE client in the foreground and waits for its mount; cleanup unmounts it and
 // reaps the process.
-func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) {
+func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) int {
 	c := startClient(t, cmd)
 	t.Cleanup(func() {
 		_ = unmount(dir)
@@ -311,9 +371,10 @@ func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	return cmd.Process.Pid
 }
 
-func mountS3fs(t *testing.T, srv *s3server.Server, bucket string) string {
+func mountS3fs(t *testing.T, srv *s3server.Server, bucket string) (string, int) {
 	dir := t.TempDir()
 	pw := filepath.Join(t.TempDir(), "passwd")
 	if err := os.WriteFile(pw, []byte(srv.AccessKey+":"+srv.SecretKey), 0o600); err != nil {
@@ -322,11 +383,10 @@ func mountS3fs(t *testing.T, srv *s3server.Server, bucket string) string {
 	cmd := exec.Command("s3fs", bucket, dir, "-f", "-o",
 		"url="+srv.Endpoint+",use_path_request_style,passwd_file="+pw+",endpoint="+s3server.Region)
 	cmd.Env = srv.Env()
-	peerProcess(t, cmd, dir)
-	return dir
+	return dir, peerProcess(t, cmd, dir)
 }
 
-func mountRclone(t *testing.T, srv *s3server.Server, bucket string) string {
+func mountRclone(t *testing.T, srv *s3server.Server, bucket string) (string, int) {
 	dir := t.TempDir()
 	cmd := exec.Command("rclone", "mount", "vgw:"+bucket, dir)
 	// rclone 1.60 fails with AWS_CA_BUNDLE set (harness.md §3); Env() drops every AWS_* variable.
@@ -334,8 +394,7 @@ func mountRclone(t *testing.T, srv *s3server.Server, bucket string) string {
 		"RCLONE_CONFIG_VGW_ENDPOINT="+srv.Endpoint, "RCLONE_CONFIG_VGW_ACCESS_KEY_ID="+srv.AccessKey,
 		"RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY="+srv.SecretKey, "RCLONE_CONFIG_VGW_REGION="+s3server.Region,
 		"RCLONE_CONFIG="+filepath.Join(t.TempDir(), "rclone.conf"))
-	peerProcess(t, cmd, dir)
-	return dir
+	return dir, peerProcess(t, cmd, dir)
 }
 
 func ratio(a, b float64) string {
@@ -346,22 +405,49 @@ func ratio(a, b float64) string {
 }
 
 func printTable(rows []result) {
-	raw, s3fs := rows[0], result{}
+	raw, s3fs, mem, fuse := rows[0], result{}, result{}, result{}
 	for _, r := range rows {
-		if strings.HasPrefix(r.name, "s3fs") {
+		switch {
+		case strings.HasPrefix(r.name, "s3fs"):
 			s3fs = r
+		case strings.HasPrefix(r.name, "FUSE from memory"):
+			mem = r
+		case r.name == "s3-fuse":
+			fuse = r
 		}
 	}
+	cores := runtimeCPUs()
 	fmt.Printf("\ns3-fuse benchmark: 256 MiB object, %d x 4 KiB random reads, versitygw on 127.0.0.1, %d cores, median of %d rounds\n",
-		randomReads, runtimeCPUs(), benchRuns)
-	fmt.Printf("%-30s %12s %9s %9s %13s %9s %9s %12s %9s\n", "client", "seq read", "vs limit", "vs s3fs", "seq write", "vs limit", "vs s3fs", "4K rand/s", "vs s3fs")
+		randomReads, cores, benchRuns)
+	fmt.Printf("%-30s %12s %9s %9s %11s %13s %9s %9s %12s %9s\n", "client", "seq read", "vs limit", "vs s3fs", "read CPU",
+		"seq write", "vs limit", "vs s3fs", "4K rand/s", "vs s3fs")
 	for _, r := range rows {
-		fmt.Printf("%-30s %7.0f MiB/s %9s %9s %8.0f MiB/s %9s %9s %12.0f %9s\n", r.name,
-			r.readMiBs, ratio(r.readMiBs, raw.readMiBs), ratio(r.readMiBs, s3fs.readMiBs),
-			r.writeMiBs, ratio(r.writeMiBs, raw.writeMiBs), ratio(r.writeMiBs, s3fs.writeMiBs),
-			r.randomIOPS, ratio(r.randomIOPS, s3fs.randomIOPS))
+		fmt.Printf("%-30s %12s %9s %9s %11s %13s %9s %9s %12s %9s\n", r.name,
+			figure(r.readMiBs, "%.0f MiB/s"), ratio(r.readMiBs, raw.readMiBs), ratio(r.readMiBs, s3fs.readMiBs),
+			figure(r.readCPU, "%.2f ms/MiB"),
+			figure(r.writeMiBs, "%.0f MiB/s"), ratio(r.writeMiBs, raw.writeMiBs), ratio(r.writeMiBs, s3fs.writeMiBs),
+			figure(r.randomIOPS, "%.0f"), ratio(r.randomIOPS, s3fs.randomIOPS))
+	}
+	fmt.Println("read CPU: CPU time of the reader, the FUSE server and versitygw together, per MiB read sequentially.")
+	// Client, FUSE server and versitygw share the cores, so CPU per byte bounds throughput. A FUSE
+	// filesystem over S3 does at least the limit's work (the server sends, the client receives each
+	// byte) and the memory filesystem's (each byte handed to the kernel, cached, copied to the reader).
+	if cpu := raw.readCPU + mem.readCPU; cpu > 0 && cores > 0 {
+		bound := float64(cores) * 1000 / cpu
+		fmt.Printf("CPU bound of any FUSE filesystem over this server: %.2f ms/MiB (limit) + %.2f ms/MiB (FUSE from memory) = %.2f ms/MiB;\n",
+			raw.readCPU, mem.readCPU, cpu)
+		fmt.Printf("  on %d cores at most %.0f MiB/s = %s of the limit. s3-fuse reads at %s of this bound.\n",
+			cores, bound, ratio(bound, raw.readMiBs), ratio(fuse.readMiBs, bound))
 	}
 	fmt.Println()
+}
+
+// figure formats a measured value, or "-" when it was not measured.
+func figure(v float64, format string) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 func runtimeCPUs() int {
