@@ -23,12 +23,14 @@ import (
 // is whatever the e2e module's build list selects, so the CRDs always match the client the tests use.
 const SnapshotClientModule = "github.com/kubernetes-csi/external-snapshotter/client/v8"
 
-// SnapshotCRDFiles are the VolumeSnapshot CRDs, relative to the module directory of SnapshotClientModule.
+// snapshotCRDFiles are the VolumeSnapshot CRDs, relative to the module directory of SnapshotClientModule.
 // The group-snapshot CRDs next to them are left out: nothing in the rig uses them.
-var SnapshotCRDFiles = []string{
-	"config/crd/snapshot.storage.k8s.io_volumesnapshotclasses.yaml",
-	"config/crd/snapshot.storage.k8s.io_volumesnapshotcontents.yaml",
-	"config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml",
+func snapshotCRDFiles() []string {
+	return []string{
+		"config/crd/snapshot.storage.k8s.io_volumesnapshotclasses.yaml",
+		"config/crd/snapshot.storage.k8s.io_volumesnapshotcontents.yaml",
+		"config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml",
+	}
 }
 
 // establishTimeout bounds the wait for the API server to serve a freshly created CRD.
@@ -47,7 +49,7 @@ func (c *Cluster) InstallSnapshotCRDs(ctx context.Context) error {
 		return fmt.Errorf("apiextensions client: %w", err)
 	}
 	var names []string
-	for _, rel := range SnapshotCRDFiles {
+	for _, rel := range snapshotCRDFiles() {
 		crd, err := readCRD(filepath.Join(dir, rel))
 		if err != nil {
 			return err
