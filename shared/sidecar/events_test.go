@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/stowage-csi/stowage/shared/kubeclient"
-	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // eventServer is an API server that only accepts Events, and hands each one it decodes to the test.
@@ -61,7 +60,10 @@ func eventServer(t *testing.T) (kubeconfigPath string, received <-chan *corev1.E
 	return path, got
 }
 
-func TestRunRecordsEventsWithTheChosenSource(t *testing.T) {
+// env.Events records with the source the sidecar chose (the binary name by default) through the client it chose.
+// newRecorder is called directly rather than through Run: Run sets up klog's global logger, and resetting that
+// between tests races with the Event sink's goroutine, which Shutdown does not wait for.
+func TestNewRecorderUsesTheChosenSource(t *testing.T) {
 	tests := []struct {
 		name       string
 		source     func(driver string) string
@@ -74,27 +76,30 @@ func TestRunRecordsEventsWithTheChosenSource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resetLogging(t)
-			driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "hostpath.csi.k8s.io"})
 			path, received := eventServer(t)
-			o := options("--csi-address", driver.Address, "--kubeconfig", path)
-			o.EventSource, o.EventsOwnClient = tt.source, tt.ownClient
-			err := Run(context.Background(), o, func(ctx context.Context, env *Env) error {
-				pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1"}}
-				env.Events.Event(pod, corev1.EventTypeNormal, "Tested", "hello")
-				select {
-				case ev := <-received:
-					if ev.Source.Component != tt.wantSource || ev.Reason != "Tested" || ev.InvolvedObject.Name != "p" {
-						t.Errorf("Event from %q reason %q on %q, want from %q reason Tested on p",
-							ev.Source.Component, ev.Reason, ev.InvolvedObject.Name, tt.wantSource)
-					}
-				case <-time.After(30 * time.Second):
-					t.Error("no Event reached the API server")
-				}
-				return nil
-			})
+			clients, err := kubeclient.New(kubeclient.Options{Kubeconfig: path, QPS: 20, Burst: 100, UserAgent: "csi-test/dev"})
 			if err != nil {
-				t.Fatalf("Run: %v", err)
+				t.Fatal(err)
+			}
+			o := options()
+			o.EventSource, o.EventsOwnClient = tt.source, tt.ownClient
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rec, err := newRecorder(ctx, o, &Env{Binary: o.Binary, Clients: clients, DriverName: "hostpath.csi.k8s.io"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rec.Shutdown()
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1"}}
+			rec.Event(pod, corev1.EventTypeNormal, "Tested", "hello")
+			select {
+			case ev := <-received:
+				if ev.Source.Component != tt.wantSource || ev.Reason != "Tested" || ev.InvolvedObject.Name != "p" {
+					t.Errorf("Event from %q reason %q on %q, want from %q reason Tested on p",
+						ev.Source.Component, ev.Reason, ev.InvolvedObject.Name, tt.wantSource)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("no Event reached the API server")
 			}
 		})
 	}
