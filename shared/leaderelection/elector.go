@@ -51,7 +51,8 @@ type Config struct {
 
 	// ReleaseOnExit releases the Lease after the work has drained on graceful exit.
 	ReleaseOnExit bool
-	// Registerer receives leader_election_master_status{name}; nil registers nothing.
+	// Registerer receives leader_election_master_status{name} and leader_election_slowpath_total{name} (see
+	// slowpath.go for why the latter is one counter per process); nil registers nothing.
 	Registerer prometheus.Registerer
 	// EventRecorder, if set, records leadership events on the Lease.
 	EventRecorder resourcelock.EventRecorder
@@ -102,6 +103,9 @@ func New(cfg Config) (*Elector, error) {
 		return nil, err
 	}
 	e.status = status
+	if err := registerSlowpath(cfg.Registerer, cfg.LockName); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -232,9 +236,14 @@ func (e *Elector) Run(ctx context.Context, work func(context.Context) error) err
 			},
 		},
 	}
+	made := slowpath().made.Load()
 	le, err := leaderelection.NewLeaderElector(lec)
 	if err != nil {
 		return fmt.Errorf("configuring leader election: %w", err)
+	}
+	if slowpath().made.Load() == made {
+		// client-go took no metric from our provider: another one was installed in this process first.
+		logger.Info("leader_election_slowpath_total is not counted: another package set client-go's leader election metrics provider first")
 	}
 	e.healthz.SetLeaderElection(le)
 	logger.Info("Waiting to become leader")

@@ -2,6 +2,8 @@
 // process collectors, work queues, leader election, csi_sidecar_operations_seconds) is registered here and
 // served by shared/httpserver, instead of in client-go's and component-base's global registries: nothing is
 // registered as a side effect of an import, and tests can build as many independent registries as they like.
+// One collector is shared by the registries of a process: leader_election_slowpath_total, which client-go
+// reports only to a process-wide provider (see shared/leaderelection).
 package metrics
 
 import (
