@@ -7,6 +7,6 @@
 // from deploy/rbac. Stop tears it all down and leaves no process, mount or loop device.
 //
 // Lifecycle holds the scenarios (provision and write; move to another node; xfs and raw block; delete;
-// a bad StorageClass parameter). The e2e test (TestE2EEBSLifecycle) and `devcluster demo` run the same
+// a bad StorageClass parameter; snapshot and restore into another zone). The e2e test (TestE2EEBSLifecycle) and `devcluster demo` run the same
 // code; Report prints a line per step with its duration and a summary table.
 package ebse2e

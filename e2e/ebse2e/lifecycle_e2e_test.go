@@ -14,7 +14,7 @@ import (
 // testTimeScale runs EC2's delays at 2% of their real length.
 const testTimeScale = 0.02
 
-// TestE2EEBSLifecycle runs scenarios 1 to 5 on the whole stack with three simulated nodes (two in
+// TestE2EEBSLifecycle runs scenarios 1 to 6 on the whole stack with three simulated nodes (two in
 // us-east-1a, one in us-east-1b), then checks that stopping the stack leaves no process, loop device or
 // mount behind.
 func TestE2EEBSLifecycle(t *testing.T) {
@@ -53,6 +53,7 @@ func TestE2EEBSLifecycle(t *testing.T) {
 		{"provision", l.Provision},
 		{"move", l.Move},
 		{"xfs and block", l.FilesystemsAndBlock},
+		{"snapshot and restore", l.SnapshotRestore},
 		{"delete", l.Delete},
 		{"bad parameter", l.BadParameter},
 	} {

@@ -24,7 +24,7 @@ import (
 const StepTimeout = 5 * time.Minute
 
 // Lifecycle walks EBS volumes through their life on a Stack; the e2e test and `devcluster demo` run the
-// same scenarios. Scenarios 1 to 4 build on each other and run in order; scenario 5 stands alone.
+// same scenarios. Scenarios 1 to 5 build on each other and run in order; scenario 6 stands alone.
 type Lifecycle struct {
 	S *Stack
 	R *Report
@@ -243,10 +243,10 @@ func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 	}})
 }
 
-// Delete is scenario 4: Pods and claims deleted; PVs and EBS volumes gone, nothing left in the emulator,
+// Delete is scenario 5: Pods and claims deleted; PVs and EBS volumes gone, nothing left in the emulator,
 // no loop device and no mount left.
 func (l *Lifecycle) Delete(ctx context.Context) error {
-	l.R.Scenario("4. Delete: nothing left behind")
+	l.R.Scenario("5. Delete: nothing left behind")
 	kube := l.S.Client
 	pods, claims := kube.CoreV1().Pods(Namespace), kube.CoreV1().PersistentVolumeClaims(Namespace)
 	return l.steps(ctx, step{"Pods deleted", func(ctx context.Context) (string, error) {
@@ -315,10 +315,10 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 	}})
 }
 
-// BadParameter is scenario 5: a StorageClass with an invalid parameter gets a ProvisioningFailed Event
+// BadParameter is scenario 6: a StorageClass with an invalid parameter gets a ProvisioningFailed Event
 // naming it, and nothing is created in EC2.
 func (l *Lifecycle) BadParameter(ctx context.Context) error {
-	l.R.Scenario("5. Bad StorageClass parameter")
+	l.R.Scenario("6. Bad StorageClass parameter")
 	kube := l.S.Client
 	return l.steps(ctx, step{"ProvisioningFailed names the parameter", func(ctx context.Context) (string, error) {
 		claim, err := l.create(ctx, StorageClass("stowage-bad", map[string]string{"type": "gp9"}),

@@ -33,13 +33,13 @@ const (
 	snapshotSource  = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
 )
 
-// SnapshotRestore is scenario 6 and needs scenario 1 (the volume of PVC data-0 holding data.bin): the volume
+// SnapshotRestore is scenario 4 and needs scenario 1 (the volume of PVC data-0 holding data.bin): the volume
 // is snapshotted through ebs-plugin's CSI controller as csi-snapshotter would do it, the snapshot is
 // pre-provisioned as a VolumeSnapshotContent and VolumeSnapshot (statuses written as the snapshot controller
 // would; none runs here), a claim in node C's zone is restored from it by csi-provisioner, and a Pod on node C
 // reads the same bytes. Everything it made is deleted again, the EBS snapshot last.
 func (l *Lifecycle) SnapshotRestore(ctx context.Context) error {
-	l.R.Scenario("6. Snapshot, restore in another zone, same bytes")
+	l.R.Scenario("4. Snapshot, restore in another zone, same bytes")
 	if l.volumeID == "" || l.digest == "" {
 		return fmt.Errorf("scenario 1 did not run")
 	}
