@@ -3,7 +3,9 @@ package rig
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,4 +119,48 @@ func WaitIdle(ctx context.Context, pid int, window time.Duration, maxTicks int64
 		last = now
 	}
 	return time.Since(start), nil
+}
+
+// MemoryRow is one line of a sidecar memory table: the process's memory with Objects objects in its caches.
+type MemoryRow struct {
+	Sidecar string
+	Objects int
+	Memory
+}
+
+// WriteMemoryTable prints rows as a table. The per-1,000-objects column is the growth of RSS over the row of
+// the same sidecar with 0 objects (the baseline), scaled to 1,000 objects; it is empty where there is no
+// baseline or no objects.
+func WriteMemoryTable(w io.Writer, rows []MemoryRow) {
+	baseline := map[string]int64{}
+	for _, r := range rows {
+		if r.Objects == 0 {
+			baseline[r.Sidecar] = r.RSS
+		}
+	}
+	fmt.Fprintf(w, "%-16s %9s %9s %10s %22s\n", "sidecar", "objects", "RSS MiB", "peak MiB", "RSS MiB/1,000 objects")
+	for _, r := range rows {
+		per := ""
+		if base, ok := baseline[r.Sidecar]; ok && r.Objects > 0 {
+			per = fmt.Sprintf("%.2f", MiB(r.RSS-base)*1000/float64(r.Objects))
+		}
+		fmt.Fprintf(w, "%-16s %9d %9.1f %10.1f %22s\n", r.Sidecar, r.Objects, MiB(r.RSS), MiB(r.Peak), per)
+	}
+}
+
+// MedianMemory is the median RSS and the median peak of several readings (the upper middle one of an even
+// number), each taken separately. Readings of a Go process vary with where its garbage collector happened
+// to be, so a figure is the median of a few fresh starts.
+func MedianMemory(readings []Memory) Memory {
+	if len(readings) == 0 {
+		return Memory{}
+	}
+	rss := make([]int64, len(readings))
+	peak := make([]int64, len(readings))
+	for i, m := range readings {
+		rss[i], peak[i] = m.RSS, m.Peak
+	}
+	slices.Sort(rss)
+	slices.Sort(peak)
+	return Memory{RSS: rss[len(rss)/2], Peak: peak[len(peak)/2]}
 }

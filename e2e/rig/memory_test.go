@@ -3,6 +3,7 @@ package rig
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -89,5 +90,43 @@ func TestWaitIdleGivesUpWhenTheProcessIsGone(t *testing.T) {
 	<-p.Done()
 	if _, err := WaitIdle(context.Background(), p.Pid(), 10*time.Millisecond, 0); err == nil {
 		t.Fatal("WaitIdle of a reaped process succeeded, want an error")
+	}
+}
+
+func TestWriteMemoryTableScalesGrowthOverTheBaseline(t *testing.T) {
+	var out strings.Builder
+	WriteMemoryTable(&out, []MemoryRow{
+		{Sidecar: "csi-attacher", Objects: 0, Memory: Memory{RSS: 20 << 20, Peak: 22 << 20}},
+		{Sidecar: "csi-attacher", Objects: 10000, Memory: Memory{RSS: 70 << 20, Peak: 90 << 20}},
+		{Sidecar: "other", Objects: 500, Memory: Memory{RSS: 30 << 20, Peak: 30 << 20}},
+	})
+	want := "sidecar            objects   RSS MiB   peak MiB  RSS MiB/1,000 objects\n" +
+		"csi-attacher             0      20.0       22.0                       \n" +
+		"csi-attacher         10000      70.0       90.0                   5.00\n" +
+		"other                  500      30.0       30.0                       \n"
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+func TestMedianMemoryTakesEachFieldsMedian(t *testing.T) {
+	tests := []struct {
+		name     string
+		readings []Memory
+		want     Memory
+	}{
+		{name: "none", want: Memory{}},
+		{name: "one", readings: []Memory{{RSS: 5, Peak: 7}}, want: Memory{RSS: 5, Peak: 7}},
+		{name: "odd, fields from different readings", readings: []Memory{{RSS: 9, Peak: 10}, {RSS: 1, Peak: 30}, {RSS: 5, Peak: 20}},
+			want: Memory{RSS: 5, Peak: 20}},
+		{name: "even takes the upper middle", readings: []Memory{{RSS: 4, Peak: 4}, {RSS: 1, Peak: 1}, {RSS: 3, Peak: 3}, {RSS: 2, Peak: 2}},
+			want: Memory{RSS: 3, Peak: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MedianMemory(tt.readings); got != tt.want {
+				t.Errorf("MedianMemory = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

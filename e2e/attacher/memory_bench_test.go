@@ -1,0 +1,142 @@
+//go:build bench
+
+package attacher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stowage-csi/stowage/e2e/csimock"
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+)
+
+// TestBenchAttacherMemory measures csi-attacher's resident memory with 10,000 VolumeAttachments of its driver
+// (and their 10,000 PersistentVolumes, on 100 nodes with CSINodes) in its informer caches, against a
+// baseline with none. The objects are created already attached, as Stowage's attacher leaves them
+// (finalizer, node-id and volume-handle annotations, status.attached), so the sidecar has nothing to do
+// after its initial LIST: the reading is the cost of the caches, taken once the process is idle. Each
+// figure is the median of memoryRounds fresh starts.
+// ATTACHER_MEMORY_N overrides the number of VolumeAttachments.
+func TestBenchAttacherMemory(t *testing.T) {
+	n := 10000
+	if s := os.Getenv("ATTACHER_MEMORY_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("ATTACHER_MEMORY_N=%q is not a positive number", s)
+		}
+		n = v
+	}
+	const driver, nodes = "memory.csi.stowage.io", 100
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	r := startRig(t)
+	cfg := r.cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 2000, 4000
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without LIST_VOLUMES there is no ListVolumes reconcile, which would otherwise republish every
+	// volume this mock driver does not know as published.
+	drv, err := csimock.Start(ctx, csimock.Options{Name: driver, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drv.Stop)
+
+	var rows []e2erig.MemoryRow
+	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), 0))
+
+	start := time.Now()
+	for i := range nodes {
+		node, csiNode := nodeObjects(fmt.Sprintf("node-mem-%d", i), driver, fmt.Sprintf("mock-node-mem-%d", i))
+		if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	finalizer := "external-attacher/" + strings.NewReplacer(".", "-", "/", "-").Replace(driver)
+	createAll(t, ctx, n, func(ctx context.Context, j int) error {
+		pv, handle := fmt.Sprintf("pv-mem-%05d", j), fmt.Sprintf("vol-mem-%05d", j)
+		if _, err := admin.CoreV1().PersistentVolumes().Create(ctx, csiPV(pv, driver, handle), metav1.CreateOptions{}); err != nil {
+			return err
+		}
+		va := directVA(fmt.Sprintf("va-mem-%05d", j), driver, pv, fmt.Sprintf("node-mem-%d", j%nodes))
+		va.Finalizers = []string{finalizer}
+		va.Annotations = map[string]string{
+			"csi.alpha.kubernetes.io/node-id":       fmt.Sprintf("mock-node-mem-%d", j%nodes),
+			"attacher.stowage-csi.io/volume-handle": handle,
+		}
+		created, err := admin.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		// The API server drops status on create.
+		created.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/mock/" + handle}}
+		_, err = admin.StorageV1().VolumeAttachments().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+	fmt.Printf("\ncreated %d PersistentVolumes and %d attached VolumeAttachments (%d requests) in %.0f s\n", n, n, 3*n, time.Since(start).Seconds())
+
+	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), n))
+	if calls := drv.Calls(csimock.ControllerPublishVolume); calls != 0 {
+		t.Errorf("%d ControllerPublish calls for VolumeAttachments created attached, want none: the sidecar was not idle", calls)
+	}
+
+	fmt.Printf("\ncsi-attacher memory: objects = VolumeAttachments of its driver, each with its PersistentVolume (%d nodes with CSINodes), real kube-apiserver, Stowage's default flags\n", nodes)
+	e2erig.WriteMemoryTable(os.Stdout, rows)
+	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM (the initial LIST and decode); medians of %d fresh starts; per 1,000: RSS growth over the empty row.\n", memoryRounds)
+	fmt.Println()
+}
+
+// memoryRounds is how many fresh starts each memory figure is the median of.
+const memoryRounds = 3
+
+// measureAttacher starts csi-attacher memoryRounds times; each time it waits until the informers have
+// synced and the process is idle, reads its memory and stops it with SIGTERM (so it releases the lease
+// for the next start).
+func measureAttacher(t *testing.T, ctx context.Context, r *rig, endpoint string, objects int) e2erig.MemoryRow {
+	t.Helper()
+	var readings []e2erig.Memory
+	for round := range memoryRounds {
+		p := r.startAttacher(t, fmt.Sprintf("memory-%d-%d", objects, round), endpoint)
+		synced := func(context.Context) (bool, error) {
+			log, err := os.ReadFile(p.LogPath)
+			return err == nil && strings.Contains(string(log), "Caches synced"), nil
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, synced); err != nil {
+			t.Fatalf("csi-attacher with %d objects never synced its caches: %v", objects, err)
+		}
+		waited, err := e2erig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := e2erig.ReadMemory(p.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("csi-attacher with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", objects, round+1, waited.Seconds(), e2erig.MiB(m.RSS), e2erig.MiB(m.Peak))
+		readings = append(readings, m)
+		p.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("csi-attacher exit after SIGTERM: %v", err)
+		}
+	}
+	return e2erig.MemoryRow{Sidecar: "csi-attacher", Objects: objects, Memory: e2erig.MedianMemory(readings)}
+}
