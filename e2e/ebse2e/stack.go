@@ -14,7 +14,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -168,7 +167,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	s.Kubeconfigs = kubeconfigs
-	if err := s.createCSIDriver(ctx); err != nil {
+	if err := s.createCSIDriver(ctx, root); err != nil {
 		return nil, err
 	}
 
@@ -278,16 +277,18 @@ func (s *Stack) applyRBAC(ctx context.Context, root string) (map[string]string, 
 	return out, nil
 }
 
-// createCSIDriver registers ebs.csi.aws.com as the upstream chart does.
-func (s *Stack) createCSIDriver(ctx context.Context) error {
-	t, f := true, false
-	policy := storagev1.FileFSGroupPolicy
-	_, err := s.Client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: Driver},
-		Spec:       storagev1.CSIDriverSpec{AttachRequired: &t, PodInfoOnMount: &f, FSGroupPolicy: &policy},
-	}, metav1.CreateOptions{})
+// createCSIDriver registers ebs.csi.aws.com from deploy/csidriver, the manifest users apply.
+func (s *Stack) createCSIDriver(ctx context.Context, root string) error {
+	f := filepath.Join(root, "deploy", "csidriver", Driver+".yaml")
+	if err := s.Cluster.Apply(ctx, f); err != nil {
+		return fmt.Errorf("apply CSIDriver %s: %w", Driver, err)
+	}
+	d, err := s.Client.StorageV1().CSIDrivers().Get(ctx, Driver, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("create CSIDriver %s: %w", Driver, err)
+		return fmt.Errorf("CSIDriver %s after applying %s: %w", Driver, f, err)
+	}
+	if d.Spec.AttachRequired == nil || !*d.Spec.AttachRequired {
+		return fmt.Errorf("CSIDriver %s from %s does not require attachment", Driver, f)
 	}
 	return nil
 }
