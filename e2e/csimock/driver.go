@@ -95,18 +95,21 @@ type BeforeCallFunc func(ctx context.Context, method string, req any) error
 
 // Driver is a running mock CSI driver.
 type Driver struct {
-	opts     Options
-	socket   string
-	ownDir   bool
-	server   *grpc.Server
-	done     chan struct{}
-	mu       sync.Mutex
-	volumes  map[string]*Volume // by ID
-	byName   map[string]string  // name -> ID
-	nextID   int
-	calls    map[string]int
-	before   BeforeCallFunc
-	stopOnce sync.Once
+	opts    Options
+	socket  string
+	ownDir  bool
+	server  *grpc.Server
+	done    chan struct{}
+	mu      sync.Mutex
+	volumes map[string]*Volume // by ID
+	byName  map[string]string  // name -> ID
+	// snapshots by ID, and their IDs by name.
+	snapshots      map[string]*Snapshot
+	snapshotByName map[string]string
+	nextID         int
+	calls          map[string]int
+	before         BeforeCallFunc
+	stopOnce       sync.Once
 }
 
 // Start listens on <SocketDir>/csi.sock and serves until Stop or ctx is done.
@@ -125,7 +128,10 @@ func Start(ctx context.Context, opts Options) (*Driver, error) {
 		done:    make(chan struct{}),
 		volumes: map[string]*Volume{},
 		byName:  map[string]string{},
-		calls:   map[string]int{},
+
+		snapshots:      map[string]*Snapshot{},
+		snapshotByName: map[string]string{},
+		calls:          map[string]int{},
 	}
 	dir := opts.SocketDir
 	if dir == "" {

@@ -89,6 +89,15 @@ func (s controller) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest
 			return nil, status.Errorf(codes.NotFound, "volume_content_source: source volume %q not found", sourceVolume)
 		}
 	}
+	if snapID := req.GetVolumeContentSource().GetSnapshot().GetSnapshotId(); snapID != "" {
+		snap, ok := s.d.snapshots[snapID]
+		if !ok {
+			return nil, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", snapID)
+		}
+		if size < snap.SizeBytes {
+			return nil, status.Errorf(codes.OutOfRange, "capacity_range: %d bytes < snapshot %s's %d", size, snapID, snap.SizeBytes)
+		}
+	}
 	if id, ok := s.d.byName[req.GetName()]; ok {
 		v := s.d.volumes[id]
 		if v.CapacityBytes < size {

@@ -73,7 +73,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 	startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
 
 	t.Run("ready snapshot: the claim is provisioned from its handle and the source protection is released", func(t *testing.T) {
-		const handle = "snap-0001"
+		handle := drv.AddSnapshot("ready", 1<<30).ID
 		preProvisionSnapshot(t, snaps, ns, "ready", handle, "1Gi", true)
 		pvc := createClaim(t, kube, restoreClaim(ns, "restored", "ready", "1Gi"))
 		pv := waitBound(t, kube, pvc)
@@ -91,7 +91,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 	})
 
 	t.Run("snapshot not ready: a Warning Event and no CreateVolume until it is ready", func(t *testing.T) {
-		const handle = "snap-0002"
+		handle := drv.AddSnapshot("pending", 1<<30).ID
 		preProvisionSnapshot(t, snaps, ns, "pending", handle, "1Gi", false)
 		before := drv.Calls(csimock.CreateVolume)
 		pvc := createClaim(t, kube, restoreClaim(ns, "from-pending", "pending", "1Gi"))
@@ -125,8 +125,25 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 		}
 	})
 
+	t.Run("snapshot the driver does not have: its NotFound in a Warning Event; deleting the claim leaves nothing", func(t *testing.T) {
+		preProvisionSnapshot(t, snaps, ns, "gone", "snap-gone", "1Gi", true)
+		pvc := createClaim(t, kube, restoreClaim(ns, "from-gone", "gone", "1Gi"))
+		waitWarning(t, kube, ns, pvc.Name, `snapshot "snap-gone" not found`)
+		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// CreateVolume failed for good (not a timeout), so no volume can exist: the intent is released.
+		waitFor(t, 60*time.Second, "claim from-gone gone", func() (bool, error) {
+			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if n := countVolumes(drv, "pvc-"+string(pvc.UID)); n != 0 {
+			t.Errorf("driver holds %d volumes for the failed restore", n)
+		}
+	})
+
 	t.Run("restore size larger than the claim: a Warning Event and no CreateVolume", func(t *testing.T) {
-		preProvisionSnapshot(t, snaps, ns, "big", "snap-0003", "2Gi", true)
+		preProvisionSnapshot(t, snaps, ns, "big", drv.AddSnapshot("big", 2<<30).ID, "2Gi", true)
 		before := drv.Calls(csimock.CreateVolume)
 		pvc := createClaim(t, kube, restoreClaim(ns, "too-small", "big", "1Gi"))
 		waitWarning(t, kube, ns, pvc.Name, "smaller than VolumeSnapshot "+ns+"/big restore size")
