@@ -1,0 +1,194 @@
+//go:build bench
+
+package provisioner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
+	"github.com/stowage-csi/stowage/e2e/csimock"
+	"github.com/stowage-csi/stowage/e2e/rig"
+)
+
+// memoryRounds is how many fresh starts each memory figure is the median of.
+const memoryRounds = 3
+
+// TestBenchProvisionerMemory measures csi-provisioner's resident memory with 10,000 PVCs of its
+// StorageClass and their 10,000 PVs in its informer caches, against a baseline with none. The objects are
+// created as a finished provisioning leaves them (PV named pvc-<claim UID> with claimRef, provisioned-by
+// annotation and finalizer; claim with volumeName and the binder's annotations; both Bound), and
+// kube-controller-manager's PV binder is off so nothing rewrites them: the sidecar has nothing to do after
+// its initial LIST, and the reading is the cost of its caches, taken once the process is idle. Each figure
+// is the median of memoryRounds fresh starts. PROVISIONER_MEMORY_N overrides the number of claims.
+func TestBenchProvisionerMemory(t *testing.T) {
+	n := 10000
+	if s := os.Getenv("PROVISIONER_MEMORY_N"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("PROVISIONER_MEMORY_N=%q is not a positive number", s)
+		}
+		n = v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	c := clustertest.StartWith(t, cluster.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
+	kube := adminClient(t, c)
+	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(drv.Stop)
+	const class, ns = "memory", "memory"
+	if _, err := kube.StorageV1().StorageClasses().Create(ctx, storageClass(class, storagev1.VolumeBindingImmediate, nil), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := serviceAccountKubeconfig(t, c)
+
+	var rows []rig.MemoryRow
+	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), 0))
+
+	start := time.Now()
+	createBound(t, ctx, kube, ns, class, n)
+	fmt.Printf("\ncreated %d bound PVC/PV pairs (%d requests) in %.0f s\n", n, 5*n, time.Since(start).Seconds())
+
+	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), n))
+	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
+		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
+	}
+
+	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, Stowage's default flags")
+	rig.WriteMemoryTable(os.Stdout, rows)
+	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM (the initial LIST and decode); medians of %d fresh starts; per 1,000: RSS growth over the empty row.\n", memoryRounds)
+	fmt.Println()
+}
+
+// createBound creates n claims in ns and a PV bound to each, with both statuses Bound, on 16 goroutines.
+func createBound(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns, class string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	work := make(chan int)
+	errs := make(chan error, n)
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				if err := createBoundPair(ctx, kube, ns, class, fmt.Sprintf("pvc-mem-%05d", i)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("creating bound claims: %v", err)
+	}
+}
+
+// createBoundPair writes one claim and its PV the way provisioning and binding leave them.
+func createBoundPair(ctx context.Context, kube kubernetes.Interface, ns, class, name string) error {
+	pvc := claim(ns, name, class, "1Gi")
+	pvc.Annotations = map[string]string{
+		"pv.kubernetes.io/bind-completed":               "yes",
+		"pv.kubernetes.io/bound-by-controller":          "yes",
+		"volume.kubernetes.io/storage-provisioner":      driverName,
+		"volume.beta.kubernetes.io/storage-provisioner": driverName,
+	}
+	created, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	pvName := "pvc-" + string(created.UID)
+	pv := &v1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        pvName,
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": driverName},
+			Finalizers:  []string{pvFinalizer},
+		},
+		Spec: v1.PersistentVolumeSpec{
+			Capacity:                      v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimDelete,
+			StorageClassName:              class,
+			VolumeMode:                    func() *v1.PersistentVolumeMode { m := v1.PersistentVolumeFilesystem; return &m }(),
+			ClaimRef: &v1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: name,
+				UID: created.UID, ResourceVersion: created.ResourceVersion,
+			},
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: driverName, VolumeHandle: "vol-" + name, FSType: "ext4",
+				VolumeAttributes: map[string]string{"storage.kubernetes.io/csiProvisionerIdentity": "1763690000000-1234-" + driverName},
+			}},
+		},
+	}
+	createdPV, err := kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	// The API server ignores status on create; the binder (off here) would set both.
+	createdPV.Status.Phase = v1.VolumeBound
+	if _, err := kube.CoreV1().PersistentVolumes().UpdateStatus(ctx, createdPV, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	created.Spec.VolumeName = pvName
+	updated, err := kube.CoreV1().PersistentVolumeClaims(ns).Update(ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	updated.Status = v1.PersistentVolumeClaimStatus{
+		Phase:       v1.ClaimBound,
+		AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+		Capacity:    v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")},
+	}
+	_, err = kube.CoreV1().PersistentVolumeClaims(ns).UpdateStatus(ctx, updated, metav1.UpdateOptions{})
+	return err
+}
+
+// measureProvisioner starts csi-provisioner memoryRounds times; each time it waits until the informers have
+// synced and the process is idle, reads its memory and stops it with SIGTERM (so it releases the lease for
+// the next start).
+func measureProvisioner(t *testing.T, ctx context.Context, kubeconfig, endpoint string, objects int) rig.MemoryRow {
+	t.Helper()
+	var readings []rig.Memory
+	for round := range memoryRounds {
+		p := startProvisioner(t, kubeconfig, endpoint)
+		waitFor(t, 5*time.Minute, fmt.Sprintf("csi-provisioner with %d objects caches synced", objects), func() (bool, error) {
+			return p.logContains("Caches synced"), nil
+		})
+		waited, err := rig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := rig.ReadMemory(p.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("csi-provisioner with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", objects, round+1, waited.Seconds(), rig.MiB(m.RSS), rig.MiB(m.Peak))
+		readings = append(readings, m)
+		p.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("csi-provisioner exit after SIGTERM: %v", err)
+		}
+	}
+	return rig.MemoryRow{Sidecar: "csi-provisioner", Objects: objects, Memory: rig.MedianMemory(readings)}
+}
