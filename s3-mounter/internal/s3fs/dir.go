@@ -27,9 +27,14 @@ type DirNode struct {
 	localDirs map[string]*DirNode
 	// writing are files being written here; they exist only locally until uploaded.
 	writing map[string]*FileNode
-	// listed is the last listing and when it was taken; lookups use it while it is fresh.
-	listed   map[string]entry
-	listedAt time.Time
+	// listed is the last listing and when it was taken; lookups use it while it is fresh: for the
+	// metadata TTL, and at least listedGrace.
+	listed      map[string]entry
+	listedAt    time.Time
+	listedGrace time.Duration
+	// large is set once the directory held more than one listing page; lookups then ask S3 about the
+	// one name instead of listing the directory (until a readdir finds it small again).
+	large bool
 }
 
 // entry is one child as S3 lists it.
@@ -101,11 +106,28 @@ func (d *DirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return d.entryOut(w.EmbeddedInode(), out, w.attr)
 	}
 	e, cached := d.listed[name]
-	cached = cached && d.fsys.fresh(d.listedAt, readdirGrace)
+	fresh := d.listed != nil && d.fsys.fresh(d.listedAt, d.listedGrace)
+	cached = cached && fresh
+	listFirst := !fresh && !d.large
 	d.mu.Unlock()
 	if !cached {
 		var errno syscall.Errno
-		e, errno = d.remoteLookup(ctx, name)
+		listed := false
+		if listFirst {
+			if listed, errno = d.listForLookup(ctx); errno != 0 {
+				return nil, errno
+			}
+		}
+		if listed {
+			d.mu.Lock()
+			e, cached = d.listed[name]
+			d.mu.Unlock()
+			if !cached {
+				errno = syscall.ENOENT
+			}
+		} else {
+			e, errno = d.remoteLookup(ctx, name)
+		}
 		if errno == syscall.ENOENT {
 			d.mu.Lock()
 			ld, ok := d.localDirs[name]
@@ -119,6 +141,53 @@ func (d *DirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		}
 	}
 	return d.childFor(ctx, name, e, out)
+}
+
+// lookupListKeys is the page a lookup lists: a directory of up to this many entries is listed whole.
+const lookupListKeys = 1000
+
+// listForLookup lists the directory for a lookup when it fits in one page, and keeps the listing: the
+// lookups of other names that follow within the metadata TTL then need no request, so reading every file
+// of a directory costs one LIST per TTL instead of a HEAD and a LIST per file. The page also answers this
+// lookup, a directory shadowing an object of the same name as in a readdir. It reports false when the
+// directory has more than one page; the directory is then marked large.
+func (d *DirNode) listForLookup(ctx context.Context) (bool, syscall.Errno) {
+	page, err := d.fsys.client.List(ctx, d.prefix, "/", "", lookupListKeys)
+	if err != nil {
+		return false, d.fsys.fail("lookup", d.prefix, err)
+	}
+	if page.Next != "" {
+		d.mu.Lock()
+		d.large = true
+		d.mu.Unlock()
+		return false, 0
+	}
+	children := map[string]entry{}
+	d.addPage(children, page)
+	d.mu.Lock()
+	d.listed, d.listedAt, d.listedGrace = children, time.Now(), 0
+	d.mu.Unlock()
+	return true, 0
+}
+
+// addPage adds a listing page's entries to children; a directory shadows an object of the same name.
+func (d *DirNode) addPage(children map[string]entry, page s3client.ListPage) {
+	for _, p := range page.Prefixes {
+		name := strings.TrimSuffix(strings.TrimPrefix(p, d.prefix), "/")
+		if validName(name) {
+			children[name] = entry{dir: true}
+		}
+	}
+	for _, o := range page.Objects {
+		name := strings.TrimPrefix(o.Key, d.prefix)
+		if !validName(name) {
+			continue
+		}
+		if prev, ok := children[name]; ok && prev.dir {
+			continue
+		}
+		children[name] = entry{info: o}
+	}
 }
 
 // remoteLookup asks S3 whether name is a directory (any key below name/) or an object, in parallel.
@@ -186,27 +255,15 @@ func (d *DirNode) entryOut(ch *fs.Inode, out *fuse.EntryOut, fill func(*fuse.Att
 func (d *DirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	children := map[string]entry{}
 	token := ""
+	pages := 0
 	for {
 		page, err := d.fsys.client.List(ctx, d.prefix, "/", token, 0)
 		if err != nil {
 			return nil, d.fsys.fail("readdir", d.prefix, err)
 		}
-		for _, p := range page.Prefixes {
-			name := strings.TrimSuffix(strings.TrimPrefix(p, d.prefix), "/")
-			if validName(name) {
-				children[name] = entry{dir: true}
-			}
-		}
-		for _, o := range page.Objects {
-			name := strings.TrimPrefix(o.Key, d.prefix)
-			if !validName(name) {
-				continue
-			}
-			if prev, ok := children[name]; ok && prev.dir {
-				continue // a directory shadows an object of the same name
-			}
-			children[name] = entry{info: o}
-		}
+		pages++
+		// A page may split a name's object from its directory prefix; the merge keeps the directory.
+		d.addPage(children, page)
 		if page.Next == "" {
 			break
 		}
@@ -214,8 +271,8 @@ func (d *DirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 	}
 	d.fsys.log.V(4).Info("listed", "prefix", d.prefix, "entries", len(children))
 	d.mu.Lock()
-	d.listed = children
-	d.listedAt = time.Now()
+	d.listed, d.listedAt, d.listedGrace = children, time.Now(), readdirGrace
+	d.large = pages > 1 || len(children) > lookupListKeys
 	names := make(map[string]uint32, len(children))
 	for n, e := range children {
 		names[n] = modeOf(e.dir)
