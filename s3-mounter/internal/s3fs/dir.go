@@ -108,7 +108,8 @@ func (d *DirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	e, cached := d.listed[name]
 	fresh := d.listed != nil && d.fsys.fresh(d.listedAt, d.listedGrace)
 	cached = cached && fresh
-	listFirst := !fresh && !d.large
+	// With --metadata-ttl minimal a listing could answer only this lookup; HEAD and LIST key/ cost less.
+	listFirst := !fresh && !d.large && d.fsys.cfg.MetadataTTL > 0
 	d.mu.Unlock()
 	if !cached {
 		var errno syscall.Errno
