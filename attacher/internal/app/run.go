@@ -11,7 +11,6 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/connection"
-	"k8s.io/client-go/informers"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/controller"
@@ -19,6 +18,7 @@ import (
 	"github.com/stowage-csi/stowage/attacher/internal/handler"
 	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/sidecar"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
@@ -76,7 +76,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	driver := env.DriverName
 	publishes, caps := capabilities(env.PluginCaps, env.ControllerCaps)
 
-	factory := informers.NewSharedInformerFactory(env.Clients.Kube, cfg.Resync)
+	factory := kubeclient.NewInformerFactory(env.Clients.Kube, cfg.Resync)
 	hcfg := handler.Config{
 		Driver:        driver,
 		Client:        env.Clients.Kube,

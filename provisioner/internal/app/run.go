@@ -10,12 +10,9 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/capacity"
@@ -43,7 +40,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg *Config) error {
 // lead runs the controllers while this replica leads.
 func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	logger := klog.FromContext(ctx)
-	factory := informers.NewSharedInformerFactory(d.kube, 0)
+	factory := kubeclient.NewInformerFactory(d.kube, 0)
 	claimInf := factory.Core().V1().PersistentVolumeClaims()
 	volumeInf := factory.Core().V1().PersistentVolumes()
 	classInf := factory.Storage().V1().StorageClasses()
@@ -67,11 +64,6 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 			return fmt.Errorf("node informer transform: %w", err)
 		}
 		csiNodeLister, nodeLister = csiNodeInf.Lister(), nodeInf.Lister()
-	}
-	for _, inf := range []cache.SharedIndexInformer{claimInf.Informer(), volumeInf.Informer()} {
-		if err := inf.SetTransform(stripManagedFields); err != nil {
-			return fmt.Errorf("informer transform: %w", err)
-		}
 	}
 	var vacLister storagelisters.VolumeAttributesClassLister
 	if hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses") {
@@ -151,13 +143,4 @@ func hasResource(kube kubernetes.Interface, groupVersion, resource string) bool 
 		}
 	}
 	return false
-}
-
-// stripManagedFields drops managedFields from cached objects: the provisioner never reads them, and they are
-// a large share of a PVC's or PV's size in memory.
-func stripManagedFields(o any) (any, error) {
-	if m, ok := o.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return o, nil
 }
