@@ -5,10 +5,7 @@ package attacher
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
+
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // TestBenchAttachStorm creates 1000 VolumeAttachments (and their PersistentVolumes) at once, then starts
@@ -27,14 +26,7 @@ import (
 // from the audit log. It runs once with upstream's default flags and once with Stowage's.
 // ATTACH_STORM_N overrides the number of VolumeAttachments.
 func TestBenchAttachStorm(t *testing.T) {
-	n := 1000
-	if s := os.Getenv("ATTACH_STORM_N"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("ATTACH_STORM_N=%q is not a positive number", s)
-		}
-		n = v
-	}
+	n := e2erig.EnvCount(t, "ATTACH_STORM_N", 1000)
 	r := startRig(t)
 	admin, err := kubernetes.NewForConfig(func() *rest.Config {
 		c := r.cluster.RESTConfig()
@@ -121,25 +113,7 @@ func TestBenchAttachStorm(t *testing.T) {
 // createAll runs create(0..n-1) on 16 goroutines.
 func createAll(t *testing.T, ctx context.Context, n int, create func(context.Context, int) error) {
 	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	next := make(chan int)
-	for range 16 {
-		wg.Go(func() {
-			for j := range next {
-				if err := create(ctx, j); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for j := range n {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := e2erig.Parallel(n, 16, func(j int) error { return create(ctx, j) }); err != nil {
 		t.Fatalf("creating objects: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
+
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // standbySettle is how long a new standby runs before the leader is stopped: longer than its longest
@@ -47,14 +48,7 @@ type failoverRound struct {
 // Stowage's (the same durations, ReleaseLeaderElectionOnExit on), ATTACHER_FAILOVER_ROUNDS rounds
 // (default 7) each, the four scenarios side by side on one control plane, and prints the medians.
 func TestBenchAttacherFailover(t *testing.T) {
-	rounds := 7
-	if s := os.Getenv("ATTACHER_FAILOVER_ROUNDS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("ATTACHER_FAILOVER_ROUNDS=%q is not a positive number", s)
-		}
-		rounds = v
-	}
+	rounds := e2erig.EnvCount(t, "ATTACHER_FAILOVER_ROUNDS", 7)
 	upstream := []string{"--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s",
 		"--leader-election-retry-period=5s", "--feature-gates=ReleaseLeaderElectionOnExit=false"}
 	scenarios := []failoverScenario{

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,14 +29,7 @@ import (
 // figure is the median of memoryRounds fresh starts.
 // ATTACHER_MEMORY_N overrides the number of VolumeAttachments.
 func TestBenchAttacherMemory(t *testing.T) {
-	n := 10000
-	if s := os.Getenv("ATTACHER_MEMORY_N"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("ATTACHER_MEMORY_N=%q is not a positive number", s)
-		}
-		n = v
-	}
+	n := e2erig.EnvCount(t, "ATTACHER_MEMORY_N", 10000)
 	const driver, nodes = "memory.csi.stowage.io", 100
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

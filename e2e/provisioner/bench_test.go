@@ -5,10 +5,7 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +15,8 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/csimock"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // TestBenchProvisionStorm creates N PVCs (default 1000, STOWAGE_BENCH_PVCS) at once against a real API server
@@ -26,13 +25,7 @@ import (
 // (--kube-api-qps=5 --kube-api-burst=10) and at Stowage's defaults. kube-controller-manager gets high limits so
 // its binder is not what is measured.
 func TestBenchProvisionStorm(t *testing.T) {
-	n := 1000
-	if v := os.Getenv("STOWAGE_BENCH_PVCS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("STOWAGE_BENCH_PVCS=%q", v)
-		}
-	}
+	n := rig.EnvCount(t, "STOWAGE_BENCH_PVCS", 1000)
 	runs := []struct {
 		name  string
 		flags []string
@@ -76,25 +69,11 @@ func TestBenchProvisionStorm(t *testing.T) {
 			base := [4]int64{counter.total.Load(), counter.writes.Load(), counter.events.Load(), counter.watches.Load()}
 
 			start := time.Now()
-			var wg sync.WaitGroup
-			work := make(chan int)
-			errs := make(chan error, n)
-			for range 32 {
-				wg.Go(func() {
-					for i := range work {
-						if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, fmt.Sprintf("pvc-%04d", i), "storm", "1Gi"), metav1.CreateOptions{}); err != nil {
-							errs <- err
-						}
-					}
-				})
-			}
-			for i := range n {
-				work <- i
-			}
-			close(work)
-			wg.Wait()
-			close(errs)
-			for err := range errs {
+			created := rig.Parallel(n, 32, func(i int) error {
+				_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, fmt.Sprintf("pvc-%04d", i), "storm", "1Gi"), metav1.CreateOptions{})
+				return err
+			})
+			if err := created; err != nil {
 				t.Fatal(err)
 			}
 			waitFor(t, 24*time.Minute, fmt.Sprintf("%d claims bound", n), func() (bool, error) {

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,14 +33,7 @@ const memoryRounds = 3
 // its initial LIST, and the reading is the cost of its caches, taken once the process is idle. Each figure
 // is the median of memoryRounds fresh starts. PROVISIONER_MEMORY_N overrides the number of claims.
 func TestBenchProvisionerMemory(t *testing.T) {
-	n := 10000
-	if s := os.Getenv("PROVISIONER_MEMORY_N"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("PROVISIONER_MEMORY_N=%q is not a positive number", s)
-		}
-		n = v
-	}
+	n := rig.EnvCount(t, "PROVISIONER_MEMORY_N", 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c := clustertest.StartWith(t, cluster.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
@@ -82,25 +73,10 @@ func TestBenchProvisionerMemory(t *testing.T) {
 // createBound creates n claims in ns and a PV bound to each, with both statuses Bound, on 16 goroutines.
 func createBound(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns, class string, n int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	errs := make(chan error, n)
-	for range 16 {
-		wg.Go(func() {
-			for i := range work {
-				if err := createBoundPair(ctx, kube, ns, class, fmt.Sprintf("pvc-mem-%05d", i)); err != nil {
-					errs <- err
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err := rig.Parallel(n, 16, func(i int) error {
+		return createBoundPair(ctx, kube, ns, class, fmt.Sprintf("pvc-mem-%05d", i))
+	})
+	if err != nil {
 		t.Fatalf("creating bound claims: %v", err)
 	}
 }

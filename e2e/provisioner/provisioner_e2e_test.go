@@ -136,20 +136,9 @@ func TestE2EProvisioner(t *testing.T) {
 	})
 
 	t.Run("deleted claims lose their PV and volume", func(t *testing.T) {
-		for _, name := range []string{"clone", "immediate", "late"} {
-			pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, 60*time.Second, "PV "+pvc.Spec.VolumeName+" gone", func() (bool, error) {
-				_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-				return apierrors.IsNotFound(err), nil
-			})
-			if n := countVolumes(drv, pvc.Spec.VolumeName); n != 0 {
-				t.Errorf("driver still holds volume %s", pvc.Spec.VolumeName)
+		for _, pv := range deleteClaimsWaitPVsGone(t, kube, ns, "clone", "immediate", "late") {
+			if n := countVolumes(drv, pv); n != 0 {
+				t.Errorf("driver still holds volume %s", pv)
 			}
 		}
 		if got := drv.Calls(csimock.DeleteVolume); got != 3 {
@@ -431,4 +420,27 @@ func httpGet(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// deleteClaimsWaitPVsGone deletes bound claims, waits until each one's PV is gone (Delete reclaim policy)
+// and returns the PVs' names.
+func deleteClaimsWaitPVsGone(t *testing.T, kube kubernetes.Interface, ns string, names ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var pvs []string
+	for _, name := range names {
+		pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 60*time.Second, "PV "+pvc.Spec.VolumeName+" gone", func() (bool, error) {
+			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+		pvs = append(pvs, pvc.Spec.VolumeName)
+	}
+	return pvs
 }

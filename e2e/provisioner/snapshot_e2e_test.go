@@ -185,19 +185,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 	})
 
 	t.Run("restored claims are deleted with their volumes", func(t *testing.T) {
-		for _, name := range []string{"restored", "from-pending"} {
-			pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, 60*time.Second, "PV "+pvc.Spec.VolumeName+" gone", func() (bool, error) {
-				_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-				return apierrors.IsNotFound(err), nil
-			})
-		}
+		deleteClaimsWaitPVsGone(t, kube, ns, "restored", "from-pending")
 		if vols := drv.Volumes(); len(vols) != 0 {
 			t.Errorf("driver holds %d volumes after every restored claim was deleted: %+v", len(vols), vols)
 		}
