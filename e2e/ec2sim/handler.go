@@ -73,7 +73,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(s.State())
 		return
 	case "/debug/faults":
-		s.serveFaults(w, r)
+		serveSetting(w, r, "faults", func(f Faults) error {
+			if err := f.validate(); err != nil {
+				return err
+			}
+			s.SetFaults(f)
+			return nil
+		}, s.Faults)
+	case "/debug/quotas":
+		serveSetting(w, r, "quotas", func(q Quotas) error { s.SetQuotas(q); return nil }, s.Quotas)
 		return
 	case "/":
 	default:
@@ -229,26 +237,27 @@ func dropConnection(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusBadGateway)
 }
 
-func (s *Server) serveFaults(w http.ResponseWriter, r *http.Request) {
+// serveSetting answers GET with a setting as JSON, and POST/PUT by decoding a new value (unknown fields
+// refused) and applying it with set.
+func serveSetting[T any](w http.ResponseWriter, r *http.Request, name string, set func(T) error, get func() T) {
 	switch r.Method {
 	case http.MethodGet:
 	case http.MethodPost, http.MethodPut:
-		var f Faults
+		var v T
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
+		if err := dec.Decode(&v); err != nil {
+			http.Error(w, name+": "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := f.validate(); err != nil {
-			http.Error(w, "faults: "+err.Error(), http.StatusBadRequest)
+		if err := set(v); err != nil {
+			http.Error(w, name+": "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		s.SetFaults(f)
 	default:
 		http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(s.Faults())
+	_ = json.NewEncoder(w).Encode(get())
 }

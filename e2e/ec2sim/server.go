@@ -39,6 +39,8 @@ type Config struct {
 	ModifyCooldown time.Duration
 	// AccountID is the owner of every resource; default "123456789012".
 	AccountID string
+	// Quotas are the account's EBS quotas (storage per volume type, snapshots); zero means unlimited.
+	Quotas Quotas
 }
 
 // Instance is a simulated EC2 instance.
@@ -66,6 +68,7 @@ type Server struct {
 	loops     *loopManager
 
 	faults  *faultInjector
+	quotas  *quotaHolder
 	limits  *limiter
 	metrics *metrics
 
@@ -131,6 +134,7 @@ func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, er
 		instances: map[string]Instance{},
 		zones:     cfg.Zones,
 		faults:    newFaultInjector(cfg.Faults),
+		quotas:    &quotaHolder{q: cfg.Quotas},
 		limits:    newLimiter(cfg.Limits),
 		metrics:   newMetrics(),
 		imds:      map[string]*imdsServer{},
@@ -223,6 +227,9 @@ func (s *Server) SetFaults(f Faults) { s.faults.set(f) }
 
 // Faults returns the fault profile in force.
 func (s *Server) Faults() Faults { return s.faults.get() }
+
+// Quotas returns the account's quotas.
+func (s *Server) Quotas() Quotas { return s.quotas.get() }
 
 // Close stops serving and takes down every loop device and link this server made. The state on disk keeps
 // the attachments; the next Start re-creates their devices.

@@ -46,6 +46,9 @@ func (s *Server) createSnapshot(r *request) (any, *apiError) {
 	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
 	}
+	if aerr := s.checkSnapshotQuota(); aerr != nil {
+		return nil, aerr
+	}
 	sn := &snapshot{
 		ID: newID("snap"), VolumeID: id, VolumeSize: v.Size, Description: desc, Encrypted: v.Encrypted,
 		KmsKeyID: v.KmsKeyID, OutpostArn: f.str("OutpostArn"), Tags: tags, StartTime: r.now,

@@ -184,6 +184,9 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 		x := s.volumeXML(prev, r.now)
 		return &x, nil
 	}
+	if aerr := s.checkVolumeQuota(sp.Type, sp.Size); aerr != nil {
+		return nil, aerr
+	}
 
 	v := &volume{
 		ID: newID("vol"), Zone: zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,
@@ -328,6 +331,9 @@ func (s *Server) copyVolumes(r *request) (any, *apiError) {
 	}
 	if prev != nil {
 		return &copyVolumesResponse{Volumes: []xVolume{s.volumeXML(prev, r.now)}}, nil
+	}
+	if aerr := s.checkVolumeQuota(sp.Type, sp.Size); aerr != nil {
+		return nil, aerr
 	}
 	v := &volume{
 		ID: newID("vol"), Zone: src.Zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,

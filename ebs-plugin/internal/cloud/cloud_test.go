@@ -305,3 +305,45 @@ func atoi(s string) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestVolumeLimitExceededFindsAVolumeAnEarlierAttemptCreated(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		tagged string // the volumes DescribeVolumes finds by the name tag
+		wantID string
+	}{
+		{"the earlier attempt created it", volumeXML("vol-9", "available", 2, ""), "vol-9"},
+		{"nothing was created", "", ""},
+		{"two volumes carry the name", volumeXML("vol-8", "available", 2, "") + volumeXML("vol-9", "available", 2, ""), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, h, _ := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+				"CreateVolume": func(url.Values) (string, string, string) {
+					return "", "VolumeLimitExceeded", "You have exceeded your maximum gp3 storage limit of 1 TiB in this region."
+				},
+				"DescribeVolumes": func(f url.Values) (string, string, string) {
+					if f.Get("Filter.1.Name") == "tag:CSIVolumeName" {
+						if f.Get("Filter.1.Value.1") != "pvc-q" {
+							t.Errorf("looked up by %v", f)
+						}
+						return "<volumeSet>" + tc.tagged + "</volumeSet>", "", ""
+					}
+					return describeFrom(map[string]string{"vol-9": volumeXML("vol-9", "available", 2, "")})(f)
+				},
+			})
+			d, err := c.CreateDisk(context.Background(), "pvc-q", DiskOptions{CapacityBytes: 2 << 30, VolumeType: "gp3", AvailabilityZone: "us-east-1a"})
+			if tc.wantID != "" {
+				if err != nil || d.VolumeID != tc.wantID {
+					t.Fatalf("CreateDisk = %+v, %v; want %s", d, err, tc.wantID)
+				}
+				return
+			}
+			if !errors.Is(err, ErrLimitExceeded) {
+				t.Fatalf("CreateDisk = %+v, %v; want ErrLimitExceeded", d, err)
+			}
+			if h.count("DescribeVolumes") != 1 {
+				t.Errorf("DescribeVolumes sent %d times, want once (the tag lookup)", h.count("DescribeVolumes"))
+			}
+		})
+	}
+}

@@ -161,7 +161,18 @@ func (c *Cloud) CreateDisk(ctx context.Context, name string, opts DiskOptions) (
 		}
 		out, err := c.ec2.CreateVolume(ctx, in, c.retryers.option("CreateVolume"))
 		if err != nil {
-			return nil, c.createError(name, err)
+			// A retried CreateVolume whose first attempt created the volume (and so used up the last of
+			// the quota) fails with VolumeLimitExceeded; the volume is found by its name tag instead of
+			// being reported as not created, and leaked.
+			if !isCode(err, "VolumeLimitExceeded") {
+				return nil, c.createError(name, err)
+			}
+			id, found, ferr := c.volumeByName(ctx, name)
+			if ferr != nil || !found {
+				return nil, c.createError(name, err)
+			}
+			logger.Info("CreateVolume hit the volume limit, but the volume exists", "volumeID", id)
+			out = &ec2.CreateVolumeOutput{VolumeId: aws.String(id)}
 		}
 		volumeID = aws.ToString(out.VolumeId)
 	}
@@ -171,6 +182,28 @@ func (c *Cloud) CreateDisk(ctx context.Context, name string, opts DiskOptions) (
 		return nil, fmt.Errorf("volume %s did not become available: %w", volumeID, err)
 	}
 	return disk, nil
+}
+
+// volumeByName finds the volume tagged with the CSI volume name; more than one is reported as not found
+// (CreateVolume's idempotency makes one per name, so several means another writer, which this does not
+// guess between).
+func (c *Cloud) volumeByName(ctx context.Context, name string) (string, bool, error) {
+	out, err := c.ec2.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{
+		Filters: []types.Filter{{Name: aws.String("tag:" + tagVolumeName), Values: []string{name}}},
+	}, c.retryers.option("DescribeVolumes"))
+	if err != nil {
+		return "", false, err
+	}
+	var ids []string
+	for _, v := range out.Volumes {
+		if s := v.State; s != types.VolumeStateDeleting && s != types.VolumeStateDeleted && s != types.VolumeStateError {
+			ids = append(ids, aws.ToString(v.VolumeId))
+		}
+	}
+	if len(ids) != 1 {
+		return "", false, nil
+	}
+	return ids[0], true, nil
 }
 
 func (c *Cloud) createError(name string, err error) error {
