@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -98,7 +99,10 @@ type Stack struct {
 
 	removeDir bool
 	linkDir   string
-	procs     []*Process
+	// mu guards procs, specs and the process fields above, which Restart replaces (restart.go).
+	mu    sync.Mutex
+	procs []*Process
+	specs map[string]procSpec
 }
 
 // Start builds the Stowage binaries, starts everything and returns when every node is registered. On error
@@ -324,7 +328,13 @@ func (s *Stack) start(name, bin string, args, env []string, logDir string) (*Pro
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.procs = append(s.procs, p)
+	if s.specs == nil {
+		s.specs = map[string]procSpec{}
+	}
+	s.specs[name] = procSpec{bin: bin, args: args, env: env, logDir: logDir}
 	return p, nil
 }
 
@@ -357,7 +367,11 @@ func waitProbe(ctx context.Context, sock string, p *Process) error {
 }
 
 // Processes are the Stowage processes of the stack, in start order.
-func (s *Stack) Processes() []*Process { return append([]*Process(nil), s.procs...) }
+func (s *Stack) Processes() []*Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Process(nil), s.procs...)
+}
 
 // Kubeconfig is the admin kubeconfig of the control plane.
 func (s *Stack) Kubeconfig() string { return s.Cluster.Kubeconfig() }
@@ -365,7 +379,7 @@ func (s *Stack) Kubeconfig() string { return s.Cluster.Kubeconfig() }
 // LogTails returns the last lines of every Stowage process's log and of the control plane's.
 func (s *Stack) LogTails(lines int) string {
 	var out string
-	for _, p := range s.procs {
+	for _, p := range s.Processes() {
 		out += fmt.Sprintf("--- last lines of %s ---\n%s\n", p.LogPath, p.Tail(lines))
 	}
 	if s.Cluster != nil {
@@ -391,8 +405,9 @@ func (s *Stack) Stop() error {
 			}
 		}
 	}
-	for i := len(s.procs) - 1; i >= 0; i-- {
-		s.procs[i].Stop(stopGrace)
+	procs := s.Processes()
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].Stop(stopGrace)
 	}
 	if s.EC2 != nil {
 		if err := s.EC2.Close(); err != nil {
