@@ -62,10 +62,12 @@ func NewChaos(s *Stack, rng *rand.Rand, logf func(format string, args ...any)) *
 }
 
 // Supervise restarts every process of the stack that ends, after a random back-off of 100 to 800 ms,
-// until ctx ends; it returns the first restart that failed. Run it in its own goroutine and end it before
+// until ctx ends. It returns early with an error only when a process cannot be started, or five restarts
+// in a row of one process ended before it served. Run it in its own goroutine and end it before
 // the stack stops, or a restart could outlive Stop.
 func (c *Chaos) Supervise(ctx context.Context) error {
 	restartAt := map[string]time.Time{}
+	failed := map[string]int{}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -94,13 +96,29 @@ func (c *Chaos) Supervise(ctx context.Context) error {
 			}
 			delete(restartAt, name)
 			p, err := c.s.Restart(ctx, name)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil && p == nil:
 				return fmt.Errorf("restart %s: %w", name, err)
+			case err != nil:
+				// Ended before it served (a kill of the plan can land during start-up): the next round
+				// restarts it again, unless it keeps failing on its own.
+				first, _, _ := strings.Cut(err.Error(), "\n") // the rest is the log tail
+				c.event("restarted %s (pid %d), which ended before serving: %s", name, p.Pid(), first)
+				c.mu.Lock()
+				killed := c.killed[p]
+				c.mu.Unlock()
+				if killed {
+					break
+				}
+				if failed[name]++; failed[name] >= 5 {
+					return fmt.Errorf("restart %s: %d times in a row it did not serve: %w", name, failed[name], err)
+				}
+			default:
+				failed[name] = 0
+				c.event("restarted %s (pid %d)", name, p.Pid())
 			}
-			c.event("restarted %s (pid %d)", name, p.Pid())
 		}
 		select {
 		case <-ctx.Done():
