@@ -18,7 +18,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
@@ -38,22 +37,27 @@ const (
 	chaosConverge = 2 * time.Minute
 )
 
-// chaosFaults fail or slow the mutating EC2 calls while the chaos runs; the SDK and the sidecars retry.
-func chaosFaults() ec2sim.Faults {
+// chaosFaults throttle, fail, drop or slow the mutating EC2 calls of a phase; the SDK, ebs-plugin and
+// the sidecars retry. Most of a phase's calls come after its kills (a killed sidecar's successor waits out
+// the Lease first), so the faults stay on until the phase has converged, and budget bounds them instead:
+// after that many failed calls EC2 answers again (only slowly), so the phase converges.
+func chaosFaults(budget int) ec2sim.Faults {
 	return ec2sim.Faults{
 		Actions: []string{"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "CreateTags",
 			"ModifyVolume", "CreateSnapshot", "DeleteSnapshot"},
-		ThrottleRate: 0.15, InternalErrorRate: 0.1, DropRate: 0.03, Latency: 30 * time.Millisecond,
+		ThrottleRate: 0.2, InternalErrorRate: 0.15, DropRate: 0.05, Latency: 30 * time.Millisecond, Budget: budget,
 	}
 }
 
-// TestE2EEBSChaos provisions, attaches and stages a batch of volumes, and later deletes them, while the EC2
-// emulator throttles, fails and slows mutating calls and csi-provisioner, csi-attacher, ebs-plugin's
-// controller and a node plugin are SIGKILLed and restarted at random moments. Throughout, no EBS volume may
-// be attached to two instances or have two attached VolumeAttachments; once the chaos stops every Pod runs
-// with its volume attached to exactly its node and nothing else in EC2; after deletion nothing is left:
-// no claim, PV, VolumeAttachment, EBS volume, attachment or snapshot, loop device or mount, and no process
-// after Stop. A failure logs the seed; STOWAGE_CHAOS_SEED=<seed> replays its plan.
+// TestE2EEBSChaos provisions, attaches and stages a batch of volumes (two more claims are deleted while
+// being provisioned), snapshots three of them, and deletes everything, while the EC2 emulator throttles,
+// fails, drops and slows mutating calls and csi-provisioner, csi-attacher, ebs-plugin's controller and a node
+// plugin are SIGKILLed and restarted at random moments. Throughout, no EBS volume may be attached to two
+// instances or have two attached VolumeAttachments; after provisioning every Pod runs with its volume
+// attached to exactly its node and EC2 holds no other volume; each snapshot exists once; after deletion
+// nothing is left: no claim, PV, VolumeAttachment, EBS volume, attachment or snapshot, loop device or mount,
+// no panic in any log, and no process after Stop. The test logs its seed; STOWAGE_CHAOS_SEED=<seed> replays
+// the kill plan.
 func TestE2EEBSChaos(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv(chaosSeedEnv); v != "" {
@@ -118,7 +122,7 @@ func TestE2EEBSChaos(t *testing.T) {
 		"csi-provisioner": 2, "csi-attacher": 2, "ebs-plugin-controller": 2, nodePlugin: 1,
 	})
 	claimNode := map[string]string{}
-	s.EC2.SetFaults(chaosFaults())
+	s.EC2.SetFaults(chaosFaults(20))
 	runChaos(ctx, t, chaos, plan, func() error {
 		order := rng.Perm(chaosClaims + chaosAbandoned)
 		for _, i := range order {
@@ -148,30 +152,29 @@ func TestE2EEBSChaos(t *testing.T) {
 		}
 		return nil
 	})
-	s.EC2.SetFaults(ec2sim.Faults{})
-	t.Logf("phase 1 chaos over; waiting for every Pod to run")
-
+	t.Logf("phase 1 kills over; waiting for every Pod to run")
 	volumes := checkRunning(ctx, t, s, claimNode)
+	logFaults(t, s, "provisioning")
 	if t.Failed() {
 		t.FailNow()
 	}
 
 	// Snapshots of three volumes, created and deleted while the controller is killed and EC2 misbehaves.
 	plan = PlanKills(rng, 200*time.Millisecond, 3*time.Second, map[string]int{"ebs-plugin-controller": 2})
-	s.EC2.SetFaults(chaosFaults())
+	s.EC2.SetFaults(chaosFaults(6))
 	runChaos(ctx, t, chaos, plan, func() error {
 		snapCtx, cancel := context.WithTimeout(ctx, chaosConverge)
 		defer cancel()
 		return chaosSnapshots(snapCtx, s, snapshotVolumes(t, volumes, 3))
 	})
-	s.EC2.SetFaults(ec2sim.Faults{})
+	logFaults(t, s, "snapshots")
 	t.Logf("snapshots under chaos: one EBS snapshot per volume, all deleted")
 
 	// Phase 2: delete everything under faults and kills.
 	plan = PlanKills(rng, 300*time.Millisecond, 8*time.Second, map[string]int{
 		"csi-provisioner": 1, "csi-attacher": 1, "ebs-plugin-controller": 1, nodePlugin: 1,
 	})
-	s.EC2.SetFaults(chaosFaults())
+	s.EC2.SetFaults(chaosFaults(15))
 	runChaos(ctx, t, chaos, plan, func() error {
 		for _, claim := range slices.Sorted(maps.Keys(claimNode)) {
 			if err := kube.CoreV1().Pods(Namespace).Delete(ctx, "pod-"+claim, metav1.DeleteOptions{}); err != nil {
@@ -184,9 +187,9 @@ func TestE2EEBSChaos(t *testing.T) {
 		}
 		return nil
 	})
-	s.EC2.SetFaults(ec2sim.Faults{})
-	t.Logf("phase 2 chaos over; waiting for everything to be gone")
+	t.Logf("phase 2 kills over; waiting for everything to be gone")
 	checkEmpty(ctx, t, s, dir)
+	logFaults(t, s, "deletion")
 
 	if err := endSupervision(); err != nil {
 		t.Errorf("supervision: %v", err)
@@ -201,6 +204,15 @@ func TestE2EEBSChaos(t *testing.T) {
 		t.Logf("processes that ended on their own (restarted): %v", exits)
 	}
 	checkLogs(t, s)
+	injected, err := faultCounts(ctx, s)
+	if err != nil {
+		t.Errorf("read the emulator's metrics: %v", err)
+	} else {
+		t.Logf("EC2 answers by code: %v", injected)
+		if injected["RequestLimitExceeded"]+injected["InternalError"]+injected["Dropped"] == 0 {
+			t.Errorf("the emulator injected no fault: the chaos did not happen")
+		}
+	}
 
 	procs := s.Processes()
 	stop()
@@ -399,97 +411,3 @@ func checkEmpty(ctx context.Context, t *testing.T, s *Stack, dir string) {
 		}
 	}
 }
-
-// checkLogs fails on a panic or fatal runtime error in any Stowage process's log, restarts included.
-func checkLogs(t *testing.T, s *Stack) {
-	t.Helper()
-	for _, p := range s.Processes() {
-		b, err := os.ReadFile(p.LogPath)
-		if err != nil {
-			t.Errorf("read %s: %v", p.LogPath, err)
-			continue
-		}
-		for _, bad := range []string{"panic:", "fatal error:", "DATA RACE"} {
-			if i := strings.Index(string(b), bad); i >= 0 {
-				end := min(len(b), i+2000)
-				t.Errorf("%s logged %q:\n%s", p.Name, bad, b[i:end])
-			}
-		}
-	}
-}
-
-// watch samples EC2's attachments and the VolumeAttachments while the test runs and records every moment
-// a volume is attached to two instances, or attached by two VolumeAttachments.
-type watch struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	n      int
-	seen   []string
-}
-
-func startWatch(ctx context.Context, s *Stack) *watch {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &watch{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			w.sample(ctx, s)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return w
-}
-
-func (w *watch) sample(ctx context.Context, s *Stack) {
-	w.n++
-	byVolume := map[string][]string{}
-	for _, a := range s.EC2.State().Attachments {
-		byVolume[a.VolumeID] = append(byVolume[a.VolumeID], a.InstanceID+"/"+a.State)
-	}
-	for vol, atts := range byVolume {
-		if len(atts) > 1 {
-			w.record(fmt.Sprintf("EC2 %s attached to %v", vol, atts))
-		}
-	}
-	vas, err := s.Client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		if ctx.Err() == nil && !apierrors.IsServiceUnavailable(err) {
-			w.record("list VolumeAttachments: " + err.Error())
-		}
-		return
-	}
-	byPV := map[string][]string{}
-	for _, va := range vas.Items {
-		if va.Status.Attached && va.Spec.Source.PersistentVolumeName != nil {
-			byPV[*va.Spec.Source.PersistentVolumeName] = append(byPV[*va.Spec.Source.PersistentVolumeName], va.Spec.NodeName)
-		}
-	}
-	for pv, nodes := range byPV {
-		if len(nodes) > 1 {
-			w.record(fmt.Sprintf("PV %s attached by VolumeAttachments to %v", pv, nodes))
-		}
-	}
-}
-
-func (w *watch) record(v string) {
-	v = time.Now().Format("15:04:05.000 ") + v
-	if len(w.seen) < 20 {
-		w.seen = append(w.seen, v)
-	}
-}
-
-// stop ends the watcher and waits for it; it may be called more than once.
-func (w *watch) stop() {
-	w.cancel()
-	<-w.done
-}
-
-// violations and samples may only be read after stop.
-func (w *watch) violations() []string { return w.seen }
-func (w *watch) samples() int         { return w.n }

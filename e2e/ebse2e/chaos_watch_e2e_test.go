@@ -1,0 +1,155 @@
+//go:build e2e
+
+package ebse2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/ec2sim"
+)
+
+// checkLogs fails on a panic or fatal runtime error in any Stowage process's log, restarts included.
+func checkLogs(t *testing.T, s *Stack) {
+	t.Helper()
+	for _, p := range s.Processes() {
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			t.Errorf("read %s: %v", p.LogPath, err)
+			continue
+		}
+		for _, bad := range []string{"panic:", "fatal error:", "DATA RACE"} {
+			if i := strings.Index(string(b), bad); i >= 0 {
+				end := min(len(b), i+2000)
+				t.Errorf("%s logged %q:\n%s", p.Name, bad, b[i:end])
+			}
+		}
+	}
+}
+
+// watch samples EC2's attachments and the VolumeAttachments while the test runs and records every moment
+// a volume is attached to two instances, or attached by two VolumeAttachments.
+type watch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	n      int
+	seen   []string
+}
+
+func startWatch(ctx context.Context, s *Stack) *watch {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &watch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			w.sample(ctx, s)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+func (w *watch) sample(ctx context.Context, s *Stack) {
+	w.n++
+	byVolume := map[string][]string{}
+	for _, a := range s.EC2.State().Attachments {
+		byVolume[a.VolumeID] = append(byVolume[a.VolumeID], a.InstanceID+"/"+a.State)
+	}
+	for vol, atts := range byVolume {
+		if len(atts) > 1 {
+			w.record(fmt.Sprintf("EC2 %s attached to %v", vol, atts))
+		}
+	}
+	vas, err := s.Client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if ctx.Err() == nil && !apierrors.IsServiceUnavailable(err) {
+			w.record("list VolumeAttachments: " + err.Error())
+		}
+		return
+	}
+	byPV := map[string][]string{}
+	for _, va := range vas.Items {
+		if va.Status.Attached && va.Spec.Source.PersistentVolumeName != nil {
+			byPV[*va.Spec.Source.PersistentVolumeName] = append(byPV[*va.Spec.Source.PersistentVolumeName], va.Spec.NodeName)
+		}
+	}
+	for pv, nodes := range byPV {
+		if len(nodes) > 1 {
+			w.record(fmt.Sprintf("PV %s attached by VolumeAttachments to %v", pv, nodes))
+		}
+	}
+}
+
+func (w *watch) record(v string) {
+	v = time.Now().Format("15:04:05.000 ") + v
+	if len(w.seen) < 20 {
+		w.seen = append(w.seen, v)
+	}
+}
+
+// stop ends the watcher and waits for it; it may be called more than once.
+func (w *watch) stop() {
+	w.cancel()
+	<-w.done
+}
+
+// violations and samples may only be read after stop.
+func (w *watch) violations() []string { return w.seen }
+func (w *watch) samples() int         { return w.n }
+
+// logFaults turns the faults off and logs how many of the phase's budget were used.
+func logFaults(t *testing.T, s *Stack, phase string) {
+	t.Helper()
+	f := s.EC2.Faults()
+	s.EC2.SetFaults(ec2sim.Faults{})
+	t.Logf("%s: %d of its fault budget left unused", phase, f.Budget)
+}
+
+// faultCounts sums the emulator's answers by code (OK, RequestLimitExceeded, InternalError, Dropped, ...)
+// over every action, from its Prometheus metrics.
+func faultCounts(ctx context.Context, s *Stack) (map[string]int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.EC2.URL()+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "ec2sim_requests_total{") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, `code="`)
+		code, rest, ok2 := strings.Cut(rest, `"`)
+		_, val, ok3 := strings.Cut(rest, "} ")
+		n, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if !ok || !ok2 || !ok3 || err != nil {
+			return nil, fmt.Errorf("unexpected metrics line %q", line)
+		}
+		out[code] += int(n)
+	}
+	return out, nil
+}
