@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
@@ -44,6 +43,10 @@ type watch struct {
 	done   chan struct{}
 	n      int
 	seen   []string
+	// listed counts the samples whose VolumeAttachment list succeeded; listErr is the last that failed (an
+	// API server busy with two cores' worth of chaos may time a list out; that sample is skipped).
+	listed  int
+	listErr error
 }
 
 func startWatch(ctx context.Context, s *Stack) *watch {
@@ -78,11 +81,12 @@ func (w *watch) sample(ctx context.Context, s *Stack) {
 	}
 	vas, err := s.Client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		if ctx.Err() == nil && !apierrors.IsServiceUnavailable(err) {
-			w.record("list VolumeAttachments: " + err.Error())
+		if ctx.Err() == nil {
+			w.listErr = err
 		}
 		return
 	}
+	w.listed++
 	byPV := map[string][]string{}
 	for _, va := range vas.Items {
 		if va.Status.Attached && va.Spec.Source.PersistentVolumeName != nil {
@@ -109,9 +113,18 @@ func (w *watch) stop() {
 	<-w.done
 }
 
-// violations and samples may only be read after stop.
-func (w *watch) violations() []string { return w.seen }
-func (w *watch) samples() int         { return w.n }
+// report fails the test for every double attachment seen, or if no VolumeAttachment list succeeded; it
+// may only be called after stop.
+func (w *watch) report(t *testing.T) {
+	t.Helper()
+	for _, v := range w.seen {
+		t.Errorf("double attachment seen: %s", v)
+	}
+	if w.listed == 0 {
+		t.Errorf("the watcher never listed the VolumeAttachments (last error: %v)", w.listErr)
+	}
+	t.Logf("watcher: %d samples of EC2's attachments, %d of the VolumeAttachments (last list error: %v)", w.n, w.listed, w.listErr)
+}
 
 // logFaults turns the faults off and logs how many of the phase's budget were used.
 func logFaults(t *testing.T, s *Stack, phase string) {
