@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -182,33 +181,12 @@ func (s *Server) GetObject(ctx context.Context, bucket, key string) ([]byte, err
 
 // PutObjects stores keys[i] with content data(i), parallel requests at a time.
 func (s *Server) PutObjects(ctx context.Context, bucket string, keys []string, data func(i int) []byte, parallel int) error {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	next := make(chan int)
-	for w := 0; w < parallel; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := s.PutObject(ctx, bucket, keys[i], data(i)); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("put %s: %w", keys[i], err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range keys {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return firstErr
+	return rig.Parallel(len(keys), parallel, func(i int) error {
+		if err := s.PutObject(ctx, bucket, keys[i], data(i)); err != nil {
+			return fmt.Errorf("put %s: %w", keys[i], err)
+		}
+		return nil
+	})
 }
 
 // WriteFixture stores an object by writing the file the posix backend would hold (bucket directory,
