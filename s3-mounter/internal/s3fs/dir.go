@@ -112,16 +112,19 @@ func (d *DirNode) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	listFirst := !fresh && !d.large && d.fsys.cfg.MetadataTTL > 0
 	d.mu.Unlock()
 	if !cached {
-		var errno syscall.Errno
-		listed := false
+		var (
+			errno    syscall.Errno
+			children map[string]entry
+		)
 		if listFirst {
-			if listed, errno = d.listForLookup(ctx); errno != 0 {
+			if children, errno = d.listForLookup(ctx); errno != 0 {
 				return nil, errno
 			}
 		}
-		if listed {
+		if children != nil {
+			// Under d.mu: the map is now d.listed, which finished uploads add to.
 			d.mu.Lock()
-			e, cached = d.listed[name]
+			e, cached = children[name]
 			d.mu.Unlock()
 			if !cached {
 				errno = syscall.ENOENT
@@ -150,25 +153,25 @@ const lookupListKeys = 1000
 // listForLookup lists the directory for a lookup when it fits in one page, and keeps the listing: the
 // lookups of other names that follow within the metadata TTL then need no request, so reading every file
 // of a directory costs one LIST per TTL instead of a HEAD and a LIST per file. The page also answers this
-// lookup, a directory shadowing an object of the same name as in a readdir. It reports false when the
-// directory has more than one page; the directory is then marked large.
-func (d *DirNode) listForLookup(ctx context.Context) (bool, syscall.Errno) {
+// lookup, a directory shadowing an object of the same name as in a readdir. It returns no listing when
+// the directory has more than one page; the directory is then marked large.
+func (d *DirNode) listForLookup(ctx context.Context) (map[string]entry, syscall.Errno) {
 	page, err := d.fsys.client.List(ctx, d.prefix, "/", "", lookupListKeys)
 	if err != nil {
-		return false, d.fsys.fail("lookup", d.prefix, err)
+		return nil, d.fsys.fail("lookup", d.prefix, err)
 	}
 	if page.Next != "" {
 		d.mu.Lock()
 		d.large = true
 		d.mu.Unlock()
-		return false, 0
+		return nil, 0
 	}
 	children := map[string]entry{}
 	d.addPage(children, page)
 	d.mu.Lock()
 	d.listed, d.listedAt, d.listedGrace = children, time.Now(), 0
 	d.mu.Unlock()
-	return true, 0
+	return children, 0
 }
 
 // addPage adds a listing page's entries to children; a directory shadows an object of the same name.
