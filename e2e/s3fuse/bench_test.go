@@ -405,7 +405,7 @@ func ratio(a, b float64) string {
 }
 
 func printTable(rows []result) {
-	raw, s3fs, mem, fuse := rows[0], result{}, result{}, result{}
+	raw, s3fs, mem, ours := rows[0], result{}, result{}, result{}
 	for _, r := range rows {
 		switch {
 		case strings.HasPrefix(r.name, "s3fs"):
@@ -413,7 +413,7 @@ func printTable(rows []result) {
 		case strings.HasPrefix(r.name, "FUSE from memory"):
 			mem = r
 		case r.name == "s3-fuse":
-			fuse = r
+			ours = r
 		}
 	}
 	cores := runtimeCPUs()
@@ -437,7 +437,7 @@ func printTable(rows []result) {
 		fmt.Printf("CPU bound of any FUSE filesystem over this server: %.2f ms/MiB (limit) + %.2f ms/MiB (FUSE from memory) = %.2f ms/MiB;\n",
 			raw.readCPU, mem.readCPU, cpu)
 		fmt.Printf("  on %d cores at most %.0f MiB/s = %s of the limit. s3-fuse reads at %s of this bound.\n",
-			cores, bound, ratio(bound, raw.readMiBs), ratio(fuse.readMiBs, bound))
+			cores, bound, ratio(bound, raw.readMiBs), ratio(ours.readMiBs, bound))
 	}
 	fmt.Println()
 }
