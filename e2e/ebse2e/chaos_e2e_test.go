@@ -211,22 +211,7 @@ func TestE2EEBSChaos(t *testing.T) {
 		}
 	}
 
-	procs := s.Processes()
-	stop()
-	for _, p := range procs {
-		if done, _ := p.Exited(); !done {
-			t.Errorf("%s (pid %d) still running after Stop", p.Name, p.Pid())
-		}
-	}
-	if loops := LoopDevicesUnder(dir); len(loops) > 0 {
-		t.Errorf("loop devices left: %v", loops)
-	}
-	if mounts, err := MountsUnder(dir); err != nil || len(mounts) > 0 {
-		t.Errorf("mounts left: %v (%v)", mounts, err)
-	}
-	if out, err := exec.Command("pgrep", "-a", "-f", dir).Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
-		t.Errorf("processes left:\n%s", out)
-	}
+	stopLeavesNothing(t, s, dir, stop)
 }
 
 // runChaos runs work while the kill plan is carried out, then waits until every process runs again.

@@ -66,6 +66,17 @@ func TestE2EEBSLifecycle(t *testing.T) {
 	report.Summary(&summary)
 	t.Logf("steps:%s\n%s", out.String(), summary.String())
 
+	stopLeavesNothing(t, s, dir, stop)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stopLeavesNothing runs stop (which stops the stack s, whose directory is dir) and checks that nothing the
+// stack started outlives it: no process of its own, no loop device or mount under dir, and no process
+// whose command line names dir (a binary from it, a control-plane process with its data directory).
+func stopLeavesNothing(t *testing.T, s *Stack, dir string, stop func()) {
+	t.Helper()
 	procs := s.Processes()
 	stop()
 	for _, p := range procs {
@@ -79,12 +90,7 @@ func TestE2EEBSLifecycle(t *testing.T) {
 	if mounts, err := MountsUnder(dir); err != nil || len(mounts) > 0 {
 		t.Errorf("mounts left: %v (%v)", mounts, err)
 	}
-	// Nothing the stack started may outlive it: no binary from its directory, no control-plane process
-	// with its data directory.
 	if out, err := exec.Command("pgrep", "-a", "-f", dir).Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("processes left:\n%s", out)
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Fatal(err)
 	}
 }
