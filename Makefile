@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
 E2E_PARALLEL ?= 2
 
-.PHONY: all build test test-unit test-fuzz test-e2e lint bench clean demo
+.PHONY: all build test test-unit test-fuzz test-e2e test-report lint bench clean demo
 
 all: build
 
@@ -23,42 +23,83 @@ build:
 		fi; \
 	done
 
-test: test-unit test-fuzz test-e2e
+# Every phase of every module runs even after another failed, each recording its result under RESULTS; the
+# report at the end names each phase that failed or did not run, and fails the whole run if any did.
+RESULTS ?= $(CURDIR)/.cache/test-results
+# record NAME COMMAND: runs COMMAND, writes pass/fail for NAME, and carries on.
+record = if ( $(2) ); then echo pass > "$(RESULTS)/$(1)"; else echo fail > "$(RESULTS)/$(1)"; echo "FAILED: $(1)"; fi
+# The phases `make test` must run, in order.
+PHASES = $(foreach m,$(MODULES),unit-$(m)) fuzz $(foreach m,$(MODULES),e2e-$(m))
 
+test:
+	@rm -rf "$(RESULTS)" && mkdir -p "$(RESULTS)"
+	@$(MAKE) --no-print-directory -k test-unit test-fuzz test-e2e || true
+	@$(MAKE) --no-print-directory test-report
+
+test-report:
+	@bad=""; \
+	for p in $(PHASES); do \
+		r=$$(cat "$(RESULTS)/$$p" 2>/dev/null || echo "did not run"); \
+		echo "phase $$p: $$r"; \
+		[ "$$r" = pass ] || bad="$$bad $$p ($$r)"; \
+	done; \
+	if [ -n "$$bad" ]; then echo "make test: FAILED:$$bad"; exit 1; fi; \
+	echo "make test: every phase passed"
+
+# Unit tests run with the race detector: the batchers, uploaders and controllers are concurrent by design.
 test-unit:
-	@for m in $(MODULES); do \
+	@mkdir -p "$(RESULTS)"; failed=0; \
+	for m in $(MODULES); do \
 		echo "unit $$m"; \
-		(cd $$m && go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
-	done
+		$(call record,unit-$$m,cd $$m && go test -race -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
+		[ "$$(cat "$(RESULTS)/unit-$$m")" = pass ] || failed=1; \
+	done; \
+	exit $$failed
 
 # Every fuzz target runs briefly beyond its seed corpus (the seeds already run in test-unit). The budget is a
 # count, not a duration: Go 1.26's fuzz coordinator can fail a duration run with a spurious "context deadline
-# exceeded" at the deadline (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
+# exceeded" at the deadline (golang/go#75804, fixed in Go 1.27); a count has no deadline to race. A failing
+# target does not stop the others.
 FUZZ_TIME ?= 20000x
 test-fuzz:
-	@for m in $(MODULES); do \
+	@mkdir -p "$(RESULTS)"; failed=0; \
+	for m in $(MODULES); do \
 		for f in $$(cd $$m && grep -rl --include='*_test.go' '^func Fuzz' . || true); do \
 			d=$$(dirname $$f); \
 			for n in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$m/$$f); do \
 				echo "fuzz $$m/$$d $$n"; \
-				(cd $$m && go test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZ_TIME) $$d) || exit 1; \
+				(cd $$m && go test -run '^$$' -fuzz "^$$n\$$" -fuzztime $(FUZZ_TIME) $$d) || { failed=1; echo "FAILED: fuzz $$m/$$d $$n"; }; \
 			done; \
 		done; \
-	done
+	done; \
+	if [ $$failed = 0 ]; then echo pass > "$(RESULTS)/fuzz"; else echo fail > "$(RESULTS)/fuzz"; fi; \
+	exit $$failed
 
 # End-to-end tests carry the e2e build tag and are named TestE2E*.
 test-e2e:
-	@for m in $(MODULES); do \
+	@mkdir -p "$(RESULTS)"; failed=0; \
+	for m in $(MODULES); do \
 		echo "e2e $$m"; \
-		(cd $$m && go test -count=1 -tags e2e -run '^TestE2E' -p $(E2E_PARALLEL) -timeout 40m $(GO_TEST_FLAGS) ./...); \
-	done
+		$(call record,e2e-$$m,cd $$m && go test -count=1 -tags e2e -run '^TestE2E' -p $(E2E_PARALLEL) -timeout 40m $(GO_TEST_FLAGS) ./...); \
+		[ "$$(cat "$(RESULTS)/e2e-$$m")" = pass ] || failed=1; \
+	done; \
+	exit $$failed
 
-lint:
+# staticcheck is built from its module at a pinned version into the tool cache, like the control plane.
+STATICCHECK_VERSION := v0.8.2
+TOOLS_DIR := $(or $(STOWAGE_CACHE_DIR),$(CURDIR)/.cache)/bin/staticcheck-$(STATICCHECK_VERSION)
+STATICCHECK := $(TOOLS_DIR)/staticcheck
+
+$(STATICCHECK):
+	GOBIN=$(TOOLS_DIR) GOWORK=off go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: $(STATICCHECK)
 	@bad=$$(gofmt -l $(MODULES) e2e/tools 2>/dev/null || true); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	@echo "repocheck"; cd e2e && go run ./cmd/repocheck -root ..
 	@for m in $(MODULES); do \
 		echo "vet $$m"; \
-		(cd $$m && go vet ./... && go vet -tags e2e,bench ./...); \
+		(cd $$m && go vet ./... && go vet -tags e2e,bench ./... && $(STATICCHECK) -tags e2e,bench ./...); \
 	done
 
 # Benchmarks carry the bench build tag, are named TestBench*, and print their tables; never part of `make test`.

@@ -1,0 +1,28 @@
+// Command repocheck fails when the repository tracks a build output: a file over 1 MiB or an ELF binary.
+// `make lint` runs it from the repository root.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/stowage-csi/stowage/e2e/repocheck"
+)
+
+func main() {
+	root := flag.String("root", ".", "the repository's work tree")
+	flag.Parse()
+	findings, err := repocheck.Check(context.Background(), *root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "repocheck:", err)
+		os.Exit(2)
+	}
+	for _, f := range findings {
+		fmt.Fprintln(os.Stderr, "repocheck: tracked file must not be:", f)
+	}
+	if len(findings) > 0 {
+		os.Exit(1)
+	}
+}

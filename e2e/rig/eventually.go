@@ -1,0 +1,30 @@
+package rig
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// PollInterval is how often Eventually asks again: end-to-end conditions read an API server or a process.
+const PollInterval = 100 * time.Millisecond
+
+// Eventually calls cond until it returns true, and fails the test naming what it waited for, with cond's last
+// error, once timeout has passed or ctx is done. An error from cond is kept and polling goes on, since objects
+// of a real cluster appear and disappear under the test (a NotFound now is a Found later).
+func Eventually(t testing.TB, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting %s for %s: %v (last error: %v)", timeout, what, err, last)
+	}
+}
