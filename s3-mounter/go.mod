@@ -9,10 +9,10 @@ require (
 	github.com/aws/smithy-go v1.28.8
 	github.com/go-logr/logr v1.4.4
 	github.com/hanwen/go-fuse/v2 v2.12.1
+	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.14.0
 	k8s.io/klog/v2 v2.140.0
 )
-
-require golang.org/x/time v0.14.0 // indirect
 
 require (
 	github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream v1.7.26 // indirect
