@@ -108,6 +108,7 @@ type Driver struct {
 	snapshotByName map[string]string
 	nextID         int
 	calls          map[string]int
+	volumeCalls    map[methodVolume]int
 	before         BeforeCallFunc
 	stopOnce       sync.Once
 }
@@ -132,6 +133,7 @@ func Start(ctx context.Context, opts Options) (*Driver, error) {
 		snapshots:      map[string]*Snapshot{},
 		snapshotByName: map[string]string{},
 		calls:          map[string]int{},
+		volumeCalls:    map[methodVolume]int{},
 	}
 	dir := opts.SocketDir
 	if dir == "" {
@@ -202,6 +204,17 @@ func (d *Driver) Calls(method string) int {
 	return d.calls[method]
 }
 
+// CallsFor is how many calls of the full method name for the volume with ID volumeID reached the driver,
+// including failed ones: a test with several volumes counts the calls for the one it checks.
+func (d *Driver) CallsFor(method, volumeID string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.volumeCalls[methodVolume{method, volumeID}]
+}
+
+// methodVolume keys the calls of one method for one volume.
+type methodVolume struct{ method, volumeID string }
+
 // Volumes returns a copy of every volume the driver holds, sorted by name.
 func (d *Driver) Volumes() []Volume {
 	d.mu.Lock()
@@ -225,6 +238,9 @@ func (d *Driver) AddVolume(name string, capacity int64) Volume {
 func (d *Driver) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	d.mu.Lock()
 	d.calls[info.FullMethod]++
+	if r, ok := req.(interface{ GetVolumeId() string }); ok {
+		d.volumeCalls[methodVolume{info.FullMethod, r.GetVolumeId()}]++
+	}
 	before := d.before
 	d.mu.Unlock()
 	if before != nil {

@@ -120,3 +120,28 @@ func TestBeforeCallInjectsErrorsAndCapsAreEnforced(t *testing.T) {
 		t.Fatalf("capabilities = %v, %v; want none", caps, err)
 	}
 }
+
+func TestCallsForCountsPerVolume(t *testing.T) {
+	d, c := startForTest(t, Options{})
+	ctx := context.Background()
+	a, b := d.AddVolume("a", 1<<30), d.AddVolume("b", 1<<30)
+	for _, id := range []string{a.ID, a.ID, b.ID} {
+		if _, err := c.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{
+			VolumeId: id, NodeId: "node-1", VolumeCapability: mountCap[0],
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := d.CallsFor(ControllerPublishVolume, a.ID); got != 2 {
+		t.Errorf("ControllerPublishVolume calls for %s = %d, want 2", a.ID, got)
+	}
+	if got := d.CallsFor(ControllerPublishVolume, b.ID); got != 1 {
+		t.Errorf("ControllerPublishVolume calls for %s = %d, want 1", b.ID, got)
+	}
+	if got := d.CallsFor(ControllerUnpublishVolume, a.ID); got != 0 {
+		t.Errorf("ControllerUnpublishVolume calls for %s = %d, want 0", a.ID, got)
+	}
+	if got := d.Calls(ControllerPublishVolume); got != 3 {
+		t.Errorf("ControllerPublishVolume calls = %d, want 3", got)
+	}
+}

@@ -19,34 +19,28 @@ func TestStopKillsTheWholeProcessGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { p.Stop(time.Second) })
 	var child int
-	deadline := time.Now().Add(10 * time.Second)
-	for child == 0 && time.Now().Before(deadline) {
+	Eventually(t, context.Background(), 10*time.Second, "the grandchild's pid in the log", func(context.Context) (bool, error) {
 		for _, line := range strings.Split(p.Tail(10), "\n") {
 			if pid, ok := strings.CutPrefix(line, "child "); ok {
 				child, _ = strconv.Atoi(pid)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if child == 0 {
-		p.Stop(time.Second)
-		t.Fatalf("grandchild pid never logged; log:\n%s", p.Tail(10))
-	}
+		return child != 0, nil
+	})
 	p.Stop(500 * time.Millisecond)
 	if done, _ := p.Exited(); !done {
 		t.Error("process still running after stop")
 	}
-	// The grandchild is re-parented and reaped by init once killed; poll until its pid is gone.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// The grandchild is re-parented and reaped by init once killed; a zombie is killed, waiting for init.
+	Eventually(t, context.Background(), 10*time.Second, "grandchild "+strconv.Itoa(child)+" gone after stop", func(context.Context) (bool, error) {
 		if err := syscall.Kill(child, 0); errors.Is(err, syscall.ESRCH) {
-			return
+			return true, nil
 		}
-		if data, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat"); err == nil && strings.Contains(string(data), ") Z ") {
-			return // killed, waiting for init to reap it
-		}
-	}
-	t.Errorf("grandchild %d survived stop", child)
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(child) + "/stat")
+		return err == nil && strings.Contains(string(data), ") Z "), nil
+	})
 }
 
 func TestLogAndEnvironment(t *testing.T) {
