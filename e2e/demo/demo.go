@@ -1,5 +1,5 @@
 // Package demo is `devcluster demo`: it brings the whole EBS storage stack up on this machine (package
-// ebse2e) at EC2's real time scale and walks volumes through their life with the same scenarios the
+// ebsstack) at EC2's real time scale and walks volumes through their life with the same scenarios the
 // end-to-end test runs, printing a line per step and a summary table.
 package demo
 
@@ -19,7 +19,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
 
-	"github.com/stowage-csi/stowage/e2e/ebse2e"
+	"github.com/stowage-csi/stowage/e2e/ebsstack"
 )
 
 // Options configure Run.
@@ -30,7 +30,7 @@ type Options struct {
 	Dir string
 	// TimeScale is the emulated EC2's; 1 is EC2's real delays.
 	TimeScale float64
-	// Without names sidecars the demo does not start (see ebse2e.Sidecars); it prints how to run yours.
+	// Without names sidecars the demo does not start (see ebsstack.Sidecars); it prints how to run yours.
 	Without []string
 	// Out gets the progress lines, the steps and the summary.
 	Out io.Writer
@@ -64,8 +64,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	start := time.Now()
 	fmt.Fprintf(out, "Stowage demo: the EBS CSI stack on this machine (component logs: %s)\n", logPath)
-	s, err := ebse2e.Start(ctx, ebse2e.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, Progress: func(f string, a ...any) {
-		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebse2e.FormatDuration(time.Since(start)))...)
+	s, err := ebsstack.Start(ctx, ebsstack.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, Progress: func(f string, a ...any) {
+		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	}})
 	if err != nil {
 		return fmt.Errorf("start the stack: %w", err)
@@ -82,10 +82,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, name := range opts.Without {
 		module := map[string]string{"csi-provisioner": "provisioner", "csi-attacher": "attacher"}[name]
 		fmt.Fprintf(out, "==> %s is left out; the scenarios wait (up to %s per step) for yours. From the repository root, run:\n\n"+
-			"  (cd %s && go run ./cmd/%s %s)\n\n", name, ebse2e.StepTimeout, module, name, strings.Join(s.SidecarArgs(name), " "))
+			"  (cd %s && go run ./cmd/%s %s)\n\n", name, ebsstack.StepTimeout, module, name, strings.Join(s.SidecarArgs(name), " "))
 	}
-	report := ebse2e.NewReport(out)
-	l, err := ebse2e.NewLifecycle(s, report)
+	report := ebsstack.NewReport(out)
+	l, err := ebsstack.NewLifecycle(s, report)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 }
 
 // keep leaves a volume in use on node A and waits for Ctrl-C.
-func keep(ctx context.Context, s *ebse2e.Stack, l *ebse2e.Lifecycle, out io.Writer) error {
+func keep(ctx context.Context, s *ebsstack.Stack, l *ebsstack.Lifecycle, out io.Writer) error {
 	if err := l.KeepInUse(ctx); err != nil {
 		return err
 	}

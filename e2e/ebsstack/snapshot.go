@@ -1,4 +1,4 @@
-package ebse2e
+package ebsstack
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build bench
 
-package ebssanity
+package ebsdriver
 
 import (
 	"bufio"

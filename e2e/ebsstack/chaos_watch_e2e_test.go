@@ -1,6 +1,6 @@
 //go:build e2e
 
-package ebse2e
+package ebsstack
 
 import (
 	"context"

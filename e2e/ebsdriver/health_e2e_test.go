@@ -1,6 +1,6 @@
 //go:build e2e
 
-package ebssanity
+package ebsdriver
 
 import (
 	"context"

@@ -1,6 +1,6 @@
 //go:build e2e || bench
 
-package ebssanity
+package ebsdriver
 
 import (
 	"context"
