@@ -143,7 +143,7 @@ func (n *FileNode) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint3
 
 // startWrite turns the node into a file being written and returns its handle.
 func (n *FileNode) startWrite(ctx context.Context) *writeHandle {
-	up := upload.New(n.fsys.ctx, n.fsys.client, n.key, n.fsys.cfg.WritePartSize, n.fsys.cfg.UploadConcurrency, n.fsys.uploadBufs)
+	up := upload.New(n.fsys.ctx, n.fsys.client, n.key, n.fsys.upload)
 	n.mu.Lock()
 	n.writer = up
 	n.info = s3client.ObjectInfo{Key: n.key, ModTime: time.Now()}

@@ -58,8 +58,8 @@ type Filesystem struct {
 	// started is shown as directories' times: S3 keeps none for prefixes.
 	started time.Time
 	log     logr.Logger
-	// uploadBufs recycles write part buffers across files.
-	uploadBufs *bufpool.Pool
+	// upload sizes every file's upload; its pool recycles part buffers across files.
+	upload upload.Config
 }
 
 // readdirGrace is how long a listing answers lookups even with --metadata-ttl minimal, so the kernel's
@@ -71,7 +71,13 @@ const maxKernelTTL = 365 * 24 * time.Hour
 
 // NewRoot returns the root directory node for cfg.
 func NewRoot(ctx context.Context, client Client, cfg Config) *DirNode {
-	f := &Filesystem{client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx), uploadBufs: bufpool.New(cfg.WritePartSize, cfg.UploadConcurrency+1)}
+	f := &Filesystem{
+		client: client, cfg: cfg, mounter: uint32(syscall.Geteuid()), ctx: ctx, started: time.Now(), log: klog.FromContext(ctx),
+		upload: upload.Config{
+			PartSize: cfg.WritePartSize, Concurrency: cfg.UploadConcurrency,
+			Pool: bufpool.New(cfg.WritePartSize, cfg.UploadConcurrency+1),
+		},
+	}
 	return newDirNode(f, cfg.Prefix, false)
 }
 

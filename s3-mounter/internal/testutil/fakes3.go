@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/smithy-go"
 
@@ -44,8 +43,12 @@ type FakeS3 struct {
 	PartSizes map[int32]int
 	// FailPart makes UploadPart with this number fail (0 = never).
 	FailPart int32
-	// PartDelay slows every UploadPart, to observe background uploads.
-	PartDelay time.Duration
+	// PartHook, if set, runs at the start of every UploadPart, outside the fake's lock, so a test can
+	// hold parts in flight until it has seen what it waits for; an error fails the part.
+	PartHook func(ctx context.Context, n int32) error
+	// AbortHook, if set, runs at the start of every AbortMultipart, outside the fake's lock; an error
+	// fails the call.
+	AbortHook func(ctx context.Context) error
 	// inflightParts and MaxInflightParts measure upload concurrency.
 	inflightParts, MaxInflightParts int
 }
@@ -216,7 +219,7 @@ func (f *FakeS3) CreateMultipart(_ context.Context, key string) (string, error) 
 	return id, nil
 }
 
-// UploadPart stores a part, after PartDelay, failing part FailPart.
+// UploadPart stores a part, after PartHook, failing part FailPart.
 func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []byte, sum uint32) (string, error) {
 	f.mu.Lock()
 	f.inflightParts++
@@ -227,11 +230,9 @@ func (f *FakeS3) UploadPart(ctx context.Context, _, id string, n int32, data []b
 		f.inflightParts--
 		f.mu.Unlock()
 	}()
-	if f.PartDelay > 0 {
-		select {
-		case <-time.After(f.PartDelay):
-		case <-ctx.Done():
-			return "", ctx.Err()
+	if f.PartHook != nil {
+		if err := f.PartHook(ctx, n); err != nil {
+			return "", err
 		}
 	}
 	f.mu.Lock()
@@ -277,8 +278,13 @@ func (f *FakeS3) CompleteMultipart(_ context.Context, key, id string, etags []up
 	return fmt.Sprintf(`"%x-%d"`, md5.Sum(all), len(etags)), nil
 }
 
-// AbortMultipart drops an upload.
-func (f *FakeS3) AbortMultipart(_ context.Context, _, id string) error {
+// AbortMultipart drops an upload, after AbortHook.
+func (f *FakeS3) AbortMultipart(ctx context.Context, _, id string) error {
+	if f.AbortHook != nil {
+		if err := f.AbortHook(ctx); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Aborts++

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +16,8 @@ import (
 	"github.com/stowage-csi/stowage/s3-mounter/internal/upload"
 )
 
-const partSize = 5 << 20
+// partSize is small: the fake enforces no minimum, and the tests check how data is cut, not S3's limits.
+const partSize = 64 << 10
 
 func payload(n int) []byte {
 	b := make([]byte, n)
@@ -48,9 +51,9 @@ func TestUploadPartsAndPut(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := testutil.NewFakeS3()
-			u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
+			u := upload.New(context.Background(), f, "obj", upload.Config{PartSize: partSize, Concurrency: 2})
 			data := payload(tc.size)
-			writeAll(t, u, data, 128<<10)
+			writeAll(t, u, data, partSize/3)
 			if _, err := u.Complete(); err != nil {
 				t.Fatal(err)
 			}
@@ -74,21 +77,37 @@ func TestUploadPartsAndPut(t *testing.T) {
 }
 
 func TestPartsUploadWhileWritingWithBoundedConcurrency(t *testing.T) {
+	const concurrency = 3
 	f := testutil.NewFakeS3()
-	f.PartDelay = 50 * time.Millisecond
-	u := upload.New(context.Background(), f, "obj", partSize, 3, bufpool.New(partSize, 4))
-	data := payload(10 * partSize)
-	start := time.Now()
-	writeAll(t, u, data, 1<<20)
+	// The first parts wait until all of them are in flight together: the upload must run them in
+	// parallel while the writer goes on, or they fail at the guard.
+	var mu sync.Mutex
+	started := 0
+	together := make(chan struct{})
+	f.PartHook = func(ctx context.Context, n int32) error {
+		mu.Lock()
+		if started++; started == concurrency {
+			close(together)
+		}
+		mu.Unlock()
+		if n > concurrency {
+			return nil
+		}
+		select {
+		case <-together:
+			return nil
+		case <-time.After(guard):
+			return errors.New("parts did not run concurrently")
+		}
+	}
+	u := upload.New(context.Background(), f, "obj", upload.Config{PartSize: partSize, Concurrency: concurrency, Pool: bufpool.New(partSize, concurrency+1)})
+	data := payload(2*concurrency*partSize + 10)
+	writeAll(t, u, data, partSize/3)
 	if _, err := u.Complete(); err != nil {
 		t.Fatal(err)
 	}
-	if f.MaxInflightParts < 2 || f.MaxInflightParts > 3 {
-		t.Errorf("max parts in flight = %d, want 2..3", f.MaxInflightParts)
-	}
-	// Ten parts of 50 ms each, three at a time: well under the 500 ms of a serial upload.
-	if el := time.Since(start); el > 450*time.Millisecond {
-		t.Logf("upload took %v", el)
+	if f.MaxInflightParts != concurrency {
+		t.Errorf("max parts in flight = %d, want %d", f.MaxInflightParts, concurrency)
 	}
 	if got, _ := f.Object("obj"); !bytes.Equal(got, data) {
 		t.Fatal("stored object differs")
@@ -97,7 +116,7 @@ func TestPartsUploadWhileWritingWithBoundedConcurrency(t *testing.T) {
 
 func TestOutOfOrderWriteIsEINVALAndAbortsTheUpload(t *testing.T) {
 	f := testutil.NewFakeS3()
-	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
+	u := upload.New(context.Background(), f, "obj", upload.Config{PartSize: partSize, Concurrency: 2})
 	writeAll(t, u, payload(partSize+10), 4096)
 	_, err := u.WriteAt([]byte("x"), 5)
 	if !errors.Is(err, syscall.EINVAL) {
@@ -117,10 +136,11 @@ func TestOutOfOrderWriteIsEINVALAndAbortsTheUpload(t *testing.T) {
 func TestFailedPartFailsCompleteAndAborts(t *testing.T) {
 	f := testutil.NewFakeS3()
 	f.FailPart = 2
-	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
+	u := upload.New(context.Background(), f, "obj", upload.Config{PartSize: partSize, Concurrency: 2})
 	data := payload(3 * partSize)
-	for off := 0; off < len(data); off += 1 << 20 {
-		if _, err := u.WriteAt(data[off:off+1<<20], int64(off)); err != nil {
+	const chunk = partSize / 4
+	for off := 0; off < len(data); off += chunk {
+		if _, err := u.WriteAt(data[off:off+chunk], int64(off)); err != nil {
 			break // the failure may surface on a later write
 		}
 	}
@@ -136,22 +156,35 @@ func TestFailedPartFailsCompleteAndAborts(t *testing.T) {
 	}
 }
 
-func TestWritesAfterCompleteAreRefused(t *testing.T) {
-	f := testutil.NewFakeS3()
-	u := upload.New(context.Background(), f, "obj", partSize, 2, nil)
-	writeAll(t, u, []byte("hello"), 5)
-	etag1, err := u.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	etag2, err := u.Complete()
-	if err != nil || etag1 != etag2 {
-		t.Errorf("second Complete = %q, %v; want the first result %q", etag2, err, etag1)
-	}
-	if _, err := u.WriteAt([]byte("x"), 5); !errors.Is(err, syscall.EBADF) {
-		t.Errorf("write after complete: %v, want EBADF", err)
-	}
-	if f.Puts != 1 {
-		t.Errorf("puts = %d, want 1", f.Puts)
+// TestACompletedUploadStaysCompleted: writes after Complete are refused, and neither a second Complete
+// nor an Abort (s3-fuse aborts after any failed write) changes the result or touches the object.
+func TestACompletedUploadStaysCompleted(t *testing.T) {
+	for _, size := range []int{5, 2*partSize + 5} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			f := testutil.NewFakeS3()
+			u := upload.New(context.Background(), f, "obj", upload.Config{PartSize: partSize, Concurrency: 2})
+			data := payload(size)
+			writeAll(t, u, data, partSize/3)
+			etag1, err := u.Complete()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := u.WriteAt([]byte("x"), int64(size)); !errors.Is(err, syscall.EBADF) {
+				t.Errorf("write after complete: %v, want EBADF", err)
+			}
+			u.Abort()
+			if etag2, err := u.Complete(); err != nil || etag1 != etag2 {
+				t.Errorf("Complete after Abort = %q, %v; want the first result %q", etag2, err, etag1)
+			}
+			if err := u.Err(); err != nil {
+				t.Errorf("Err() = %v after a successful Complete", err)
+			}
+			if got, ok := f.Object("obj"); !ok || !bytes.Equal(got, data) {
+				t.Error("stored object differs after Abort of a completed upload")
+			}
+			if f.Aborts != 0 || f.Puts+f.Completes != 1 {
+				t.Errorf("aborts %d, puts %d, completes %d; want one put or complete and no abort", f.Aborts, f.Puts, f.Completes)
+			}
+		})
 	}
 }
