@@ -2,14 +2,12 @@ package ec2sim
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/xml"
 	"net/http"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // request is one EC2 call being served, with the lock held.
@@ -36,11 +34,14 @@ func (r *request) stopIfDryRun() *apiError {
 
 type handlerFunc func(s *Server, r *request) (any, *apiError)
 
-// actions maps each supported EC2 action to its handler; mutating tells the rate limiter its class.
-var actions = map[string]struct {
+// operation is an EC2 action's handler; mutating tells the rate limiter its class.
+type operation struct {
 	fn       handlerFunc
 	mutating bool
-}{
+}
+
+// actions maps each supported EC2 action to its operation. It is a fixed table, never written to.
+var actions = map[string]operation{
 	"CreateVolume":                 {(*Server).createVolume, true},
 	"CopyVolumes":                  {(*Server).copyVolumes, true},
 	"DeleteVolume":                 {(*Server).deleteVolume, true},
@@ -63,106 +64,109 @@ var actions = map[string]struct {
 	"UnlockSnapshot":               {(*Server).unlockSnapshot, true},
 }
 
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/metrics":
-		promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}).ServeHTTP(w, r)
-		return
-	case "/debug/state":
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(s.State())
-		return
-	case "/debug/faults":
-		serveSetting(w, r, "faults", func(f Faults) error {
-			if err := f.validate(); err != nil {
-				return err
-			}
-			s.SetFaults(f)
-			return nil
-		}, s.Faults)
-	case "/debug/quotas":
-		serveSetting(w, r, "quotas", func(q Quotas) error { s.SetQuotas(q); return nil }, s.Quotas)
-		return
-	case "/":
-	default:
-		http.NotFound(w, r)
-		return
-	}
+// call is an EC2 request whose form has been decoded.
+type call struct {
+	action string
+	// label is the action's name in ec2sim_requests_total: "unknown" for an action the emulator does not
+	// have, so arbitrary Action values cannot grow the metric without bound.
+	label string
+	op    operation
+	form  *form
+}
+
+// serveEC2 answers one EC2 Query request (POST /): admit it (body, form, signature, action), pass it through
+// the injected faults and rate limits, run its handler, and answer in EC2's XML. Every answer is counted.
+func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	reqID := newRequestID()
-	if r.Method != http.MethodPost {
-		writeError(w, reqID, newError(http.StatusBadRequest, "InvalidHttpRequest", "EC2 Query requests must be POSTed to /."))
+	c, aerr := s.admit(r)
+	if aerr != nil {
+		s.answer(w, reqID, c, nil, aerr)
 		return
 	}
+	drop, aerr := s.interfere(r.Context(), c)
+	switch {
+	case drop:
+		s.count(c.label, "Dropped")
+		dropConnection(w)
+	case aerr != nil:
+		s.answer(w, reqID, c, nil, aerr)
+	default:
+		out, aerr := s.run(c)
+		s.answer(w, reqID, c, out, aerr)
+	}
+}
+
+// admit decodes the request and checks what EC2 checks before an action runs: the form, the signature and
+// the action's name. The call it returns is labelled even when it is refused.
+func (s *Server) admit(r *http.Request) (call, *apiError) {
+	c := call{label: "unknown"}
 	body, err := readBody(r)
 	if err != nil {
-		writeError(w, reqID, newError(http.StatusBadRequest, "InvalidHttpRequest", "Reading the request body failed."))
-		return
+		return c, newError(http.StatusBadRequest, "InvalidHttpRequest", "Reading the request body failed.")
 	}
 	f, err := decodeForm(body)
 	if err != nil {
-		s.count("unknown", "MalformedQueryString")
-		writeError(w, reqID, newError(http.StatusBadRequest, "MalformedQueryString", "The request body is not a valid form."))
-		return
+		return c, newError(http.StatusBadRequest, "MalformedQueryString", "The request body is not a valid form.")
 	}
-	action := f.str("Action")
-	label := action
-	a, known := actions[action]
-	if !known {
-		label = "unknown"
+	c.form = f
+	c.action = f.str("Action")
+	op, known := actions[c.action]
+	if known {
+		c.label, c.op = c.action, op
 	}
 	if aerr := s.verifySignature(r, body); aerr != nil {
-		s.count(label, aerr.Code)
-		writeError(w, reqID, aerr)
-		return
+		return c, aerr
 	}
-	if action == "" {
-		s.count(label, "MissingAction")
-		writeError(w, reqID, newError(http.StatusBadRequest, "MissingAction", "The request must contain the parameter Action."))
-		return
+	if c.action == "" {
+		return c, newError(http.StatusBadRequest, "MissingAction", "The request must contain the parameter Action.")
 	}
 	if !known {
-		s.count(label, "InvalidAction")
-		writeError(w, reqID, newError(http.StatusBadRequest, "InvalidAction", "The action %s is not valid for this web service.", action))
-		return
+		return c, newError(http.StatusBadRequest, "InvalidAction", "The action %s is not valid for this web service.", c.action)
 	}
-	switch s.faults.apply(r.Context(), action) {
-	case faultDrop:
-		s.count(label, "Dropped")
-		dropConnection(w)
-		return
-	case faultThrottle:
-		s.count(label, "RequestLimitExceeded")
-		writeError(w, reqID, errThrottled())
-		return
-	case faultInternal:
-		s.count(label, "InternalError")
-		writeError(w, reqID, errInternal())
-		return
-	}
-	if !s.limits.allow(a.mutating) {
-		s.count(label, "RequestLimitExceeded")
-		writeError(w, reqID, errThrottled())
-		return
-	}
+	return c, nil
+}
 
+// interfere applies the injected faults (after their added latency) and the rate limits to an admitted call:
+// drop means the connection is to close without an answer, an error is the answer instead of the action's.
+func (s *Server) interfere(ctx context.Context, c call) (drop bool, aerr *apiError) {
+	switch s.faults.apply(ctx, c.action) {
+	case faultDrop:
+		return true, nil
+	case faultThrottle:
+		return false, errThrottled()
+	case faultInternal:
+		return false, errInternal()
+	}
+	if !s.limits.allow(c.op.mutating) {
+		return false, errThrottled()
+	}
+	return false, nil
+}
+
+// run carries out the transitions due by now and then the action, under the lock, and persists what changed.
+func (s *Server) run(c call) (any, *apiError) {
 	s.mu.Lock()
-	req := &request{action: action, form: f, now: s.clock()}
+	defer s.mu.Unlock()
+	req := &request{action: c.action, form: c.form, now: s.clock()}
 	settled := s.settle(req.now)
-	out, aerr := a.fn(s, req)
+	out, aerr := c.op.fn(s, req)
 	if settled || req.mutated {
 		s.persist()
 	}
-	s.mu.Unlock()
+	return out, aerr
+}
 
+// answer writes the call's result, or its error in EC2's error XML, and counts it.
+func (s *Server) answer(w http.ResponseWriter, reqID string, c call, out any, aerr *apiError) {
 	if aerr != nil {
-		s.log.V(4).Info("EC2 error", "action", action, "code", aerr.Code, "message", aerr.Message)
-		s.count(label, aerr.Code)
+		s.log.V(4).Info("EC2 error", "action", c.action, "code", aerr.Code, "message", aerr.Message)
+		s.count(c.label, aerr.Code)
 		writeError(w, reqID, aerr)
 		return
 	}
-	s.log.V(5).Info("EC2 call", "action", action)
-	s.count(label, "OK")
-	writeResponse(w, action, reqID, out)
+	s.log.V(5).Info("EC2 call", "action", c.action)
+	s.count(c.label, "OK")
+	writeResponse(w, c.action, reqID, out)
 }
 
 func (s *Server) count(action, code string) {
@@ -235,29 +239,4 @@ func dropConnection(w http.ResponseWriter) {
 	}
 	// Not hijackable (HTTP/2): the closest is an empty 502.
 	w.WriteHeader(http.StatusBadGateway)
-}
-
-// serveSetting answers GET with a setting as JSON, and POST/PUT by decoding a new value (unknown fields
-// refused) and applying it with set.
-func serveSetting[T any](w http.ResponseWriter, r *http.Request, name string, set func(T) error, get func() T) {
-	switch r.Method {
-	case http.MethodGet:
-	case http.MethodPost, http.MethodPut:
-		var v T
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&v); err != nil {
-			http.Error(w, name+": "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		if err := set(v); err != nil {
-			http.Error(w, name+": "+err.Error(), http.StatusBadRequest)
-			return
-		}
-	default:
-		http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(get())
 }

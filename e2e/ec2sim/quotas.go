@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 )
@@ -15,6 +16,12 @@ type Quotas struct {
 	Snapshots int `json:"snapshots,omitempty"`
 }
 
+// clone copies q, so a caller changing its map afterwards does not change the quotas in force under the lock.
+func (q Quotas) clone() Quotas {
+	q.StorageGiB = maps.Clone(q.StorageGiB)
+	return q
+}
+
 type quotaHolder struct {
 	mu sync.Mutex
 	q  Quotas
@@ -23,13 +30,13 @@ type quotaHolder struct {
 func (h *quotaHolder) set(q Quotas) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.q = q
+	h.q = q.clone()
 }
 
 func (h *quotaHolder) get() Quotas {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.q
+	return h.q.clone()
 }
 
 // SetQuotas changes the account's quotas; volumes and snapshots that exist stay.

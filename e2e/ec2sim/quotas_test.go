@@ -1,7 +1,6 @@
 package ec2sim
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 
@@ -49,25 +48,5 @@ func TestQuotasRefuseStorageAndSnapshotsBeyondThem(t *testing.T) {
 	s.SetQuotas(Quotas{StorageGiB: map[string]int64{"gp3": 2048}})
 	if _, err := create(25, "gp3", "b"); err != nil {
 		t.Errorf("after raising the quota: %v", err)
-	}
-}
-
-func TestQuotasOverHTTP(t *testing.T) {
-	s := startServer(t, nil)
-	resp, err := http.Post(s.URL()+"/debug/quotas", "application/json", strings.NewReader(`{"storageGiB":{"io2":4096},"snapshots":10}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if q := s.Quotas(); resp.StatusCode != http.StatusOK || q.StorageGiB["io2"] != 4096 || q.Snapshots != 10 {
-		t.Fatalf("POST /debug/quotas: %d, quotas %+v", resp.StatusCode, q)
-	}
-	resp, err = http.Post(s.URL()+"/debug/quotas", "application/json", strings.NewReader(`{"volumes":3}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || s.Quotas().Snapshots != 10 {
-		t.Errorf("unknown field: %d, quotas %+v (must be unchanged)", resp.StatusCode, s.Quotas())
 	}
 }

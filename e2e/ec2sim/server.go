@@ -91,13 +91,52 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	return start(ctx, cfg, time.Now)
 }
 
-// start is Start with the clock transitions are timed by; tests pass one they move by hand.
+// start is Start with the clock transitions are timed by; tests pass one they move by hand. It goes in phases:
+// settle the config, build the server, load the state left on disk, then serve.
 func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log.GetSink() == nil {
+		log = klog.FromContext(ctx)
+	}
+	s := &Server{
+		cfg:       cfg,
+		log:       log.WithName("ec2sim"),
+		dataDir:   cfg.DataDir,
+		instances: map[string]Instance{},
+		zones:     cfg.Zones,
+		faults:    newFaultInjector(cfg.Faults),
+		quotas:    &quotaHolder{q: cfg.Quotas.clone()},
+		limits:    newLimiter(cfg.Limits),
+		metrics:   newMetrics(),
+		imds:      map[string]*imdsServer{},
+		stop:      make(chan struct{}),
+		clock:     clock,
+	}
+	if err := s.addInstances(cfg.Instances); err != nil {
+		return nil, err
+	}
+	if err := s.load(); err != nil {
+		return nil, err
+	}
+	if err := s.serve(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	s.log.Info("EC2 emulator started", "url", s.URL(), "dataDir", s.dataDir, "timeScale", cfg.TimeScale)
+	return s, nil
+}
+
+// withDefaults checks cfg and fills in what was left empty; DataDir comes back absolute.
+func withDefaults(cfg Config) (Config, error) {
 	if cfg.DataDir == "" {
-		return nil, errors.New("ec2sim: DataDir is required")
+		return cfg, errors.New("ec2sim: DataDir is required")
 	}
 	if cfg.TimeScale < 0 {
-		return nil, fmt.Errorf("ec2sim: TimeScale %v is negative", cfg.TimeScale)
+		return cfg, fmt.Errorf("ec2sim: TimeScale %v is negative", cfg.TimeScale)
 	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
@@ -116,79 +155,69 @@ func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, er
 	}
 	dataDir, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("ec2sim: data dir: %w", err)
+		return cfg, fmt.Errorf("ec2sim: data dir: %w", err)
 	}
+	cfg.DataDir = dataDir
 	if cfg.DeviceLinkDir == "" {
 		cfg.DeviceLinkDir = filepath.Join(dataDir, "dev", "disk", "by-id")
 	}
-	log := cfg.Logger
-	if log.GetSink() == nil {
-		log = klog.FromContext(ctx)
-	}
-	log = log.WithName("ec2sim")
+	return cfg, nil
+}
 
-	s := &Server{
-		cfg:       cfg,
-		log:       log,
-		dataDir:   dataDir,
-		instances: map[string]Instance{},
-		zones:     cfg.Zones,
-		faults:    newFaultInjector(cfg.Faults),
-		quotas:    &quotaHolder{q: cfg.Quotas},
-		limits:    newLimiter(cfg.Limits),
-		metrics:   newMetrics(),
-		imds:      map[string]*imdsServer{},
-		stop:      make(chan struct{}),
-		clock:     clock,
-	}
-	for _, in := range cfg.Instances {
+// addInstances checks each configured instance and gives it the default type if it has none.
+func (s *Server) addInstances(instances []Instance) error {
+	for _, in := range instances {
 		if !strings.HasPrefix(in.ID, "i-") {
-			return nil, fmt.Errorf("ec2sim: instance ID %q must start with i-", in.ID)
+			return fmt.Errorf("ec2sim: instance ID %q must start with i-", in.ID)
 		}
 		if !s.validZone(in.Zone) {
-			return nil, fmt.Errorf("ec2sim: instance %s: zone %q is not one of %v", in.ID, in.Zone, cfg.Zones)
+			return fmt.Errorf("ec2sim: instance %s: zone %q is not one of %v", in.ID, in.Zone, s.zones)
 		}
 		if in.Type == "" {
 			in.Type = "m5.large"
 		}
 		if _, ok := instanceTypes[in.Type]; !ok {
-			return nil, fmt.Errorf("ec2sim: instance %s: unknown instance type %q", in.ID, in.Type)
+			return fmt.Errorf("ec2sim: instance %s: unknown instance type %q", in.ID, in.Type)
 		}
 		s.instances[in.ID] = in
 	}
-	for _, d := range []string{dataDir, filepath.Join(dataDir, "volumes"), filepath.Join(dataDir, "snapshots")} {
+	return nil
+}
+
+// load reads the state a previous run left in the data dir, removes files it does not know, and brings the
+// loop devices up to date: a predecessor killed without Close leaves its devices behind, and they are taken
+// down before the transitions due now re-create those of attached volumes.
+func (s *Server) load() error {
+	for _, d := range []string{s.dataDir, filepath.Join(s.dataDir, "volumes"), filepath.Join(s.dataDir, "snapshots")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, fmt.Errorf("ec2sim: %w", err)
+			return fmt.Errorf("ec2sim: %w", err)
 		}
 	}
-	st, err := loadState(dataDir)
+	st, err := loadState(s.dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("ec2sim: %w", err)
+		return fmt.Errorf("ec2sim: %w", err)
 	}
 	s.st = st
 	s.removeOrphans()
-	s.loops = newLoopManager(log, cfg.DeviceLinkDir, filepath.Join(dataDir, "volumes"))
-
-	ok := false
-	defer func() {
-		if !ok {
-			_ = s.Close()
-		}
-	}()
-	// A predecessor killed without Close leaves its loop devices behind; take them down before re-creating.
+	s.loops = newLoopManager(s.log, s.cfg.DeviceLinkDir, filepath.Join(s.dataDir, "volumes"))
 	s.loops.releaseStale()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.settle(s.clock()) {
 		s.persist()
 	}
-	s.mu.Unlock()
+	return nil
+}
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+// serve starts the EC2 endpoint, each instance's IMDS and the ticker. The caller closes the server if it fails
+// part-way.
+func (s *Server) serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("ec2sim: listen: %w", err)
+		return fmt.Errorf("ec2sim: listen: %w", err)
 	}
 	s.ln = ln
-	s.httpSrv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.httpSrv = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -199,15 +228,13 @@ func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, er
 	for _, in := range s.instances {
 		im, err := startIMDS(s, in)
 		if err != nil {
-			return nil, fmt.Errorf("ec2sim: IMDS for %s: %w", in.ID, err)
+			return fmt.Errorf("ec2sim: IMDS for %s: %w", in.ID, err)
 		}
 		s.imds[in.ID] = im
 	}
 	s.wg.Add(1)
 	go s.tick(ctx)
-	ok = true
-	s.log.Info("EC2 emulator started", "url", s.URL(), "dataDir", dataDir, "timeScale", cfg.TimeScale)
-	return s, nil
+	return nil
 }
 
 // URL is the EC2 endpoint (AWS_EC2_ENDPOINT / BaseEndpoint).
