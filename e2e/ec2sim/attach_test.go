@@ -60,7 +60,7 @@ func TestAttachVolumeRules(t *testing.T) {
 	wantCode(t, err, "DryRunOperation")
 	_, err = c.AttachVolume(ctx, &ec2.AttachVolumeInput{Device: aws.String("/dev/xvdac"), InstanceId: aws.String(testInstance), VolumeId: aws.String(other), EbsCardIndex: aws.Int32(1)})
 	wantCode(t, err, "InvalidParameterValue")
-	waitFor(t, "attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
+	waitAttached(t, c, vol, testInstance)
 	v := describeVolume(t, c, vol)
 	a := v.Attachments[0]
 	if aws.ToString(a.Device) != "/dev/xvdaa" || a.AttachTime == nil || aws.ToString(a.InstanceId) != testInstance || aws.ToBool(a.DeleteOnTermination) {
@@ -84,9 +84,9 @@ func TestMultiAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, attach(c, t, single, "i-00000000000000a03", "/dev/xvdbb"), "VolumeInUse")
-	waitFor(t, "both attached", func() bool {
-		return attachmentState(t, c, io2, testInstance) == types.VolumeAttachmentStateAttached &&
-			attachmentState(t, c, io2, "i-00000000000000a03") == types.VolumeAttachmentStateAttached
+	waitVolume(t, c, io2, "attached to both", func(v types.Volume) bool {
+		return attachmentOf(v, testInstance) == types.VolumeAttachmentStateAttached &&
+			attachmentOf(v, "i-00000000000000a03") == types.VolumeAttachmentStateAttached
 	})
 	if n := len(describeVolume(t, c, io2).Attachments); n != 2 {
 		t.Errorf("%d attachments", n)
@@ -116,7 +116,7 @@ func TestDetachVolume(t *testing.T) {
 	wantCode(t, err, "InvalidAttachment.NotFound")
 	_, err = detach(&ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance), Device: aws.String("/dev/sdg")})
 	wantCode(t, err, "InvalidAttachment.NotFound")
-	waitFor(t, "attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
+	waitAttached(t, c, vol, testInstance)
 
 	out, err := detach(&ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)})
 	if err != nil {

@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,19 +14,51 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
-// metricValue reads one ec2sim_requests_total sample from /metrics.
+// scrape reads /metrics.
+func scrape(ctx context.Context, s *Server) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL()+"/metrics", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET /metrics: %s: %s", resp.Status, b)
+	}
+	return string(b), nil
+}
+
+// requestSamples are the ec2sim_requests_total lines of a scrape.
+func requestSamples(metrics string) []string {
+	var out []string
+	for _, line := range strings.Split(metrics, "\n") {
+		if strings.HasPrefix(line, "ec2sim_requests_total{") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// metricValue reads one ec2sim_requests_total sample from /metrics ("0" when there is none).
 func metricValue(t *testing.T, s *Server, action, code string) string {
 	t.Helper()
-	resp, err := http.Get(s.URL() + "/metrics")
+	m, err := scrape(ctxT(t), s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
 	prefix := `ec2sim_requests_total{action="` + action + `",code="` + code + `"} `
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range requestSamples(m) {
 		if v, ok := strings.CutPrefix(line, prefix); ok {
 			return v
 		}
@@ -85,53 +118,51 @@ func TestInternalErrorsAndDroppedConnections(t *testing.T) {
 }
 
 func TestLatencyFault(t *testing.T) {
-	s := startServer(t, func(c *Config) { c.Faults = Faults{Latency: 2 * time.Second, Actions: []string{"DescribeVolumes"}} })
+	// The added latency outlasts the test, so the call can only end by the client giving up.
+	s := startServer(t, func(c *Config) { c.Faults = Faults{Latency: time.Hour, Actions: []string{"DescribeVolumes"}} })
 	c := newClient(t, s, func(o *clientOpts) { o.attempts = 1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctxT(t), time.Second)
 	defer cancel()
-	_, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("a call shorter than the added latency gave %v", err)
+	if _, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a call held by the added latency gave %v, want the client's deadline", err)
 	}
+	// The request did reach the emulator, which held it until the client went away.
+	rig.Eventually(t, ctxT(t), waitTimeout, "the held DescribeVolumes to be counted", func(ctx context.Context) (bool, error) {
+		m, err := scrape(ctx, s)
+		return strings.Contains(m, `ec2sim_requests_total{action="DescribeVolumes",code="OK"} 1`), err
+	})
 	if _, err := c.DescribeInstances(ctxT(t), &ec2.DescribeInstancesInput{}); err != nil {
 		t.Errorf("unaffected action: %v", err)
 	}
 }
 
 func TestStuckAttachment(t *testing.T) {
-	s := startServer(t, nil)
+	s, clk := startFake(t, nil)
 	c := newClient(t, s)
-	vol := createVolume(t, c, &ec2.CreateVolumeInput{Size: aws.Int32(1)})
-	resp, err := http.Post(s.URL()+"/debug/faults", "application/json", strings.NewReader(`{"stuckAttach":true}`))
+	ctx := ctxT(t)
+	out, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !s.Faults().StuckAttach {
-		t.Fatalf("POST /debug/faults: %d, faults %+v", resp.StatusCode, s.Faults())
+	vol := aws.ToString(out.VolumeId)
+	clk.Advance(createMax)
+	if status, body := httpDo(t, s, http.MethodPost, "/debug/faults", `{"stuckAttach":true}`); status != http.StatusOK || !s.Faults().StuckAttach {
+		t.Fatalf("POST /debug/faults: %d %s, faults %+v", status, body, s.Faults())
 	}
 	if err := attach(c, t, vol, testInstance, "/dev/xvdaa"); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	readyAt := s.st.Volumes[vol].Attachments[0].ReadyAt
-	s.mu.Unlock()
-	waitFor(t, "attach delay to pass", func() bool { return time.Now().After(readyAt.Add(50 * time.Millisecond)) })
+	// Long after EC2's slowest attach, the attachment is still attaching.
+	clk.Advance(time.Hour)
 	if st := attachmentState(t, c, vol, testInstance); st != types.VolumeAttachmentStateAttaching {
-		t.Errorf("stuck attachment is %s", st)
+		t.Errorf("stuck attachment is %s an hour later", st)
 	}
-	if _, err := c.DetachVolume(ctxT(t), &ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)}); err != nil {
+	if _, err := c.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)}); err != nil {
 		t.Fatal(err)
 	}
-	waitVolumeState(t, c, vol, types.VolumeStateAvailable)
-
-	resp, err = http.Post(s.URL()+"/debug/faults", "application/json", strings.NewReader(`{"throttleRate":2}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("invalid faults accepted: %d", resp.StatusCode)
+	clk.Advance(detachMax)
+	if v := describeVolume(t, c, vol); v.State != types.VolumeStateAvailable {
+		t.Errorf("after detaching the stuck attachment: %s", v.State)
 	}
 }
 

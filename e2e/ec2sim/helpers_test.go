@@ -3,6 +3,10 @@ package ec2sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/smithy-go"
 	"k8s.io/klog/v2/ktesting"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -100,10 +106,9 @@ func startClock(t testing.TB, cfg Config, clock func() time.Time) *Server {
 }
 
 type clientOpts struct {
-	attempts     int
-	accessKey    string
-	secretKey    string
-	fastBackoffs bool
+	attempts  int
+	accessKey string
+	secretKey string
 }
 
 // newClient is the real aws-sdk-go-v2 EC2 client pointed at the emulator, with quick retries.
@@ -153,38 +158,53 @@ func wantCode(t *testing.T, err error, code string) string {
 	return msg
 }
 
-// waitFor polls until cond is true.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
+// waitTimeout bounds every wait on the emulator; its delays at the tests' time scales are milliseconds.
+const waitTimeout = 30 * time.Second
+
+// findVolume describes one volume.
+func findVolume(ctx context.Context, c *ec2.Client, id string) (types.Volume, error) {
+	out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+	if err != nil {
+		return types.Volume{}, fmt.Errorf("DescribeVolumes %s: %w", id, err)
 	}
+	if len(out.Volumes) != 1 {
+		return types.Volume{}, fmt.Errorf("DescribeVolumes %s: %d volumes", id, len(out.Volumes))
+	}
+	return out.Volumes[0], nil
 }
 
 func describeVolume(t *testing.T, c *ec2.Client, id string) types.Volume {
 	t.Helper()
-	out, err := c.DescribeVolumes(ctxT(t), &ec2.DescribeVolumesInput{VolumeIds: []string{id}})
+	v, err := findVolume(ctxT(t), c, id)
 	if err != nil {
-		t.Fatalf("DescribeVolumes %s: %v", id, err)
+		t.Fatal(err)
 	}
-	if len(out.Volumes) != 1 {
-		t.Fatalf("DescribeVolumes %s: %d volumes", id, len(out.Volumes))
-	}
-	return out.Volumes[0]
+	return v
+}
+
+// waitVolume describes the volume until cond holds, and returns it as it was then.
+func waitVolume(t *testing.T, c *ec2.Client, id, what string, cond func(types.Volume) bool) types.Volume {
+	t.Helper()
+	var v types.Volume
+	rig.Eventually(t, ctxT(t), waitTimeout, id+" "+what, func(ctx context.Context) (bool, error) {
+		var err error
+		v, err = findVolume(ctx, c, id)
+		return err == nil && cond(v), err
+	})
+	return v
 }
 
 func waitVolumeState(t *testing.T, c *ec2.Client, id string, state types.VolumeState) types.Volume {
 	t.Helper()
-	var v types.Volume
-	waitFor(t, id+" "+string(state), func() bool {
-		v = describeVolume(t, c, id)
-		return v.State == state
+	return waitVolume(t, c, id, string(state), func(v types.Volume) bool { return v.State == state })
+}
+
+// waitAttached waits until the volume's attachment to the instance is complete.
+func waitAttached(t *testing.T, c *ec2.Client, volID, instID string) {
+	t.Helper()
+	waitVolume(t, c, volID, "attached to "+instID, func(v types.Volume) bool {
+		return attachmentOf(v, instID) == types.VolumeAttachmentStateAttached
 	})
-	return v
 }
 
 func createVolume(t *testing.T, c *ec2.Client, in *ec2.CreateVolumeInput) string {
@@ -212,10 +232,49 @@ func createSnapshot(t *testing.T, c *ec2.Client, volID string) string {
 
 func attachmentState(t *testing.T, c *ec2.Client, volID, instID string) types.VolumeAttachmentState {
 	t.Helper()
-	for _, a := range describeVolume(t, c, volID).Attachments {
+	return attachmentOf(describeVolume(t, c, volID), instID)
+}
+
+// attachmentOf is the state of the volume's attachment to the instance; detached when it has none.
+func attachmentOf(v types.Volume, instID string) types.VolumeAttachmentState {
+	for _, a := range v.Attachments {
 		if aws.ToString(a.InstanceId) == instID {
 			return a.State
 		}
 	}
 	return types.VolumeAttachmentStateDetached
+}
+
+// httpDo sends one plain HTTP request to the emulator's endpoint and returns the status and the whole body.
+func httpDo(t *testing.T, s *Server, method, path, body string) (int, string) {
+	t.Helper()
+	resp := httpResponse(t, s, method, path, body)
+	return resp.status, resp.body
+}
+
+type httpAnswer struct {
+	status      int
+	contentType string
+	body        string
+}
+
+func httpResponse(t *testing.T, s *Server, method, path, body string) httpAnswer {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), method, s.URL()+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return httpAnswer{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), body: string(b)}
 }

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -36,6 +37,18 @@ func loopsBackedBy(t *testing.T, dir string) []string {
 	return out
 }
 
+// waitNoLoops waits until no loop device is backed by a file under dir: the kernel's autoclear detaches a
+// device only once its last user has closed it.
+func waitNoLoops(t *testing.T, dir, what string) {
+	t.Helper()
+	rig.Eventually(t, ctxT(t), waitTimeout, what, func(context.Context) (bool, error) {
+		if loops := loopsBackedBy(t, dir); len(loops) > 0 {
+			return false, fmt.Errorf("still bound: %v", loops)
+		}
+		return true, nil
+	})
+}
+
 // deviceSize is a block device's size, as lseek(SEEK_END) reports it.
 func deviceSize(t *testing.T, path string) int64 {
 	t.Helper()
@@ -56,7 +69,7 @@ func attachAndWait(t *testing.T, c *ec2.Client, vol, dev string) {
 	if err := attach(c, t, vol, testInstance, dev); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, vol+" attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
+	waitAttached(t, c, vol, testInstance)
 }
 
 func TestE2ELoopDeviceDataPath(t *testing.T) {
@@ -120,7 +133,7 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(restored), Size: aws.Int32(3)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "size applied", func() bool { return aws.ToInt32(describeVolume(t, c, restored).Size) == 3 })
+	waitVolume(t, c, restored, "grown to 3 GiB", func(v types.Volume) bool { return aws.ToInt32(v.Size) == 3 })
 	if size := deviceSize(t, rlink); size != 3<<30 {
 		t.Errorf("grown device size %d, want %d", size, int64(3<<30))
 	}
@@ -200,7 +213,7 @@ func TestE2EDevicesGoAwayWithTheirServer(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "autoclear", func() bool { return len(loopsBackedBy(t, dir)) == 0 })
+	waitNoLoops(t, dir, "autoclear after Close")
 
 	startConfig(t, cfg)
 	if n := len(loopsBackedBy(t, dir)); n != 1 {
@@ -254,5 +267,5 @@ func TestE2EKilledEmulatorLeavesNoLoopDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitFor(t, "autoclear after SIGKILL", func() bool { return len(loopsBackedBy(t, dir)) == 0 })
+	waitNoLoops(t, dir, "autoclear after SIGKILL")
 }

@@ -1,7 +1,10 @@
 package ec2sim
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,18 +12,38 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
+
+// findModification describes the volume's latest modification.
+func findModification(ctx context.Context, c *ec2.Client, id string) (types.VolumeModification, error) {
+	out, err := c.DescribeVolumesModifications(ctx, &ec2.DescribeVolumesModificationsInput{VolumeIds: []string{id}})
+	if err != nil {
+		return types.VolumeModification{}, fmt.Errorf("DescribeVolumesModifications %s: %w", id, err)
+	}
+	if len(out.VolumesModifications) == 0 {
+		return types.VolumeModification{}, fmt.Errorf("%s has no modifications", id)
+	}
+	return out.VolumesModifications[len(out.VolumesModifications)-1], nil
+}
 
 func latestModification(t *testing.T, c *ec2.Client, id string) types.VolumeModification {
 	t.Helper()
-	out, err := c.DescribeVolumesModifications(ctxT(t), &ec2.DescribeVolumesModificationsInput{VolumeIds: []string{id}})
+	m, err := findModification(ctxT(t), c, id)
 	if err != nil {
-		t.Fatalf("DescribeVolumesModifications: %v", err)
+		t.Fatal(err)
 	}
-	if len(out.VolumesModifications) == 0 {
-		t.Fatal("no modifications")
-	}
-	return out.VolumesModifications[len(out.VolumesModifications)-1]
+	return m
+}
+
+// waitModification waits until the volume's latest modification is in one of states.
+func waitModification(t *testing.T, c *ec2.Client, id string, states ...types.VolumeModificationState) {
+	t.Helper()
+	rig.Eventually(t, ctxT(t), waitTimeout, fmt.Sprintf("%s modification in %v", id, states), func(ctx context.Context) (bool, error) {
+		m, err := findModification(ctx, c, id)
+		return err == nil && slices.Contains(states, m.ModificationState), err
+	})
 }
 
 func TestModifyVolumeStateMachine(t *testing.T) {
@@ -41,9 +64,8 @@ func TestModifyVolumeStateMachine(t *testing.T) {
 		t.Errorf("modification %+v", m)
 	}
 	// By optimizing, the new configuration is the volume's and its file has grown.
-	waitFor(t, "optimizing", func() bool {
-		return latestModification(t, c, id).ModificationState != types.VolumeModificationStateModifying
-	})
+	// At this time scale optimizing lasts 0.2 s, so a poll may see it completed already.
+	waitModification(t, c, id, types.VolumeModificationStateOptimizing, types.VolumeModificationStateCompleted)
 	v := describeVolume(t, c, id)
 	if aws.ToInt32(v.Size) != 8 || aws.ToInt32(v.Iops) != 4000 || aws.ToInt32(v.Throughput) != 250 {
 		t.Errorf("after modifying: size %d iops %d throughput %d", aws.ToInt32(v.Size), aws.ToInt32(v.Iops), aws.ToInt32(v.Throughput))
@@ -52,9 +74,7 @@ func TestModifyVolumeStateMachine(t *testing.T) {
 	if err != nil || fi.Size() != 8<<30 {
 		t.Errorf("volume file: %v %v", fi, err)
 	}
-	waitFor(t, "completed", func() bool {
-		return latestModification(t, c, id).ModificationState == types.VolumeModificationStateCompleted
-	})
+	waitModification(t, c, id, types.VolumeModificationStateCompleted)
 	if m := latestModification(t, c, id); aws.ToInt64(m.Progress) != 100 || m.EndTime == nil {
 		t.Errorf("completed modification %+v", m)
 	}
@@ -77,7 +97,7 @@ func TestModifyVolumeStateMachine(t *testing.T) {
 	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), VolumeType: "io2", Iops: aws.Int32(2000)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "io2", func() bool { return describeVolume(t, c, id).VolumeType == types.VolumeTypeIo2 })
+	waitVolume(t, c, id, "io2", func(v types.Volume) bool { return v.VolumeType == types.VolumeTypeIo2 })
 	if v := describeVolume(t, c, id); aws.ToInt32(v.Iops) != 2000 || v.Throughput != nil {
 		t.Errorf("io2: iops %d throughput %v", aws.ToInt32(v.Iops), v.Throughput)
 	}
@@ -99,9 +119,7 @@ func TestModifyVolumeCooldown(t *testing.T) {
 	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), Size: aws.Int32(2)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "completed", func() bool {
-		return latestModification(t, c, id).ModificationState == types.VolumeModificationStateCompleted
-	})
+	waitModification(t, c, id, types.VolumeModificationStateCompleted)
 	_, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), Size: aws.Int32(3)})
 	if msg := wantCode(t, err, "VolumeModificationRateExceeded"); !strings.Contains(msg, "Wait at least") {
 		t.Errorf("cooldown: %q", msg)

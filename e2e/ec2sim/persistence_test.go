@@ -21,7 +21,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 	if err := attach(c, t, vol, testInstance, "/dev/xvdaa"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "attached", func() bool { return attachmentState(t, c, vol, testInstance) == types.VolumeAttachmentStateAttached })
+	waitAttached(t, c, vol, testInstance)
 	snap := createSnapshot(t, c, vol)
 	if _, err := c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(vol), Size: aws.Int32(2)}); err != nil {
 		t.Fatal(err)
@@ -42,9 +42,7 @@ func TestPersistenceAcrossRestart(t *testing.T) {
 		t.Errorf("volume after restart %+v", v)
 	}
 	// The modification goes on where it was, and the token still points at the volume.
-	waitFor(t, "modification completed", func() bool {
-		return latestModification(t, c2, vol).ModificationState == types.VolumeModificationStateCompleted
-	})
+	waitModification(t, c2, vol, types.VolumeModificationStateCompleted)
 	if aws.ToInt32(describeVolume(t, c2, vol).Size) != 2 {
 		t.Error("modification lost across restart")
 	}

@@ -36,7 +36,7 @@ func TestVolumeLifecycleThroughSDK(t *testing.T) {
 	if att.State != types.VolumeAttachmentStateAttaching || aws.ToString(att.Device) != "/dev/xvdaa" {
 		t.Fatalf("attach answer %+v", att)
 	}
-	waitFor(t, "attached", func() bool { return attachmentState(t, c, id, testInstance) == types.VolumeAttachmentStateAttached })
+	waitAttached(t, c, id, testInstance)
 	if v := describeVolume(t, c, id); v.State != types.VolumeStateInUse {
 		t.Fatalf("attached volume state %s", v.State)
 	}

@@ -2,6 +2,8 @@ package ec2sim
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 func volumeFile(t *testing.T, s *Server, id string) string {
@@ -25,13 +29,16 @@ func volumeFile(t *testing.T, s *Server, id string) string {
 func waitSnapshot(t *testing.T, c *ec2.Client, id string) types.Snapshot {
 	t.Helper()
 	var sn types.Snapshot
-	waitFor(t, id+" completed", func() bool {
-		out, err := c.DescribeSnapshots(ctxT(t), &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
+	rig.Eventually(t, ctxT(t), waitTimeout, id+" completed", func(ctx context.Context) (bool, error) {
+		out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{SnapshotIds: []string{id}})
 		if err != nil {
-			t.Fatal(err)
+			return false, err
+		}
+		if len(out.Snapshots) != 1 {
+			return false, fmt.Errorf("DescribeSnapshots %s: %d snapshots", id, len(out.Snapshots))
 		}
 		sn = out.Snapshots[0]
-		return sn.State == types.SnapshotStateCompleted
+		return sn.State == types.SnapshotStateCompleted, nil
 	})
 	return sn
 }
