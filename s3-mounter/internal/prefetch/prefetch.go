@@ -78,9 +78,11 @@ type Reader struct {
 	size int64
 	cfg  Config
 
-	// ctx is cancelled on Close and stops GETs still in flight.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx is cancelled on Close and stops GETs still in flight; fetches counts them, so Close can wait
+	// until none uses the Getter or a part buffer any more.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	fetches sync.WaitGroup
 
 	mu sync.Mutex
 	// parts are contiguous, ordered by offset; the window is [parts[0].off, fetchedTo).
@@ -95,6 +97,8 @@ type Reader struct {
 	sequential bool
 	// stats count how reads were served, for logs and tests.
 	stats Stats
+	// closed is set by Close: later reads start no fetches, which Close would not wait for.
+	closed bool
 }
 
 // Stats counts how a reader served its reads.
@@ -128,12 +132,14 @@ func NewReader(ctx context.Context, g Getter, obj Object, cfg Config) *Reader {
 	return &Reader{get: g, obj: obj, size: obj.Size, cfg: cfg, ctx: ctx, cancel: cancel, window: cfg.InitialWindow}
 }
 
-// Close stops all prefetching.
+// Close stops all prefetching and returns once the GETs in flight have ended.
 func (r *Reader) Close() {
 	r.cancel()
 	r.mu.Lock()
+	r.closed = true
 	r.dropAll()
 	r.mu.Unlock()
+	r.fetches.Wait()
 }
 
 // Window returns the current prefetch window in bytes (for tests and logs).
@@ -193,6 +199,10 @@ func (r *Reader) ReadAt(ctx context.Context, off int64, n int) (*Data, error) {
 func (r *Reader) plan(off, end int64) ([]*part, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closed {
+		r.stats.Direct++
+		return nil, true
+	}
 	inWindow := len(r.parts) > 0 && off >= r.parts[0].off && off < r.fetchedTo
 	switch {
 	case inWindow:
@@ -245,6 +255,7 @@ func (r *Reader) plan(off, end int64) ([]*part, bool) {
 		}
 		r.stats.Parts += len(ps)
 		r.stats.GETs++
+		r.fetches.Add(1)
 		if len(ps) == 1 {
 			go r.fetch(ps[0])
 		} else {
@@ -273,6 +284,7 @@ func (r *Reader) nearNext(off, end int64) bool {
 }
 
 func (r *Reader) fetch(p *part) {
+	defer r.fetches.Done()
 	p.err = r.get.GetRange(r.ctx, r.obj, p.off, p.buf)
 	close(p.done)
 	r.unref(p)
@@ -281,6 +293,7 @@ func (r *Reader) fetch(p *part) {
 // fetchStream fills consecutive parts from one GET, handing each to its readers as soon as it is full.
 // If the stream fails, the part being filled and those after it fail; a retried read refetches them.
 func (r *Reader) fetchStream(ps []*part) {
+	defer r.fetches.Done()
 	off := ps[0].off
 	var n int64
 	for _, p := range ps {

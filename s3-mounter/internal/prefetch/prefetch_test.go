@@ -3,8 +3,10 @@ package prefetch_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
@@ -326,5 +328,52 @@ func TestBrokenStreamFailsTheReadAndARetryRefetches(t *testing.T) {
 	}
 	if !bytes.Equal(got, data) {
 		t.Fatal("reads after a broken stream returned wrong bytes")
+	}
+}
+
+// hangingGetter answers no GET until the GET's context ends, and counts the GETs still running.
+type hangingGetter struct {
+	started chan struct{}
+	running atomic.Int32
+}
+
+func (g *hangingGetter) GetRange(ctx context.Context, _ prefetch.Object, _ int64, _ []byte) error {
+	g.running.Add(1)
+	defer g.running.Add(-1)
+	select {
+	case g.started <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestCloseWaitsForTheGETsInFlight: once Close returns no prefetch GET is running, so none uses the
+// connection or a part buffer after the file was released.
+func TestCloseWaitsForTheGETsInFlight(t *testing.T) {
+	g := &hangingGetter{started: make(chan struct{}, 1)}
+	obj := prefetch.Object{Key: "k", Size: 8 * part}
+	r := prefetch.NewReader(context.Background(), g, obj, prefetch.DefaultConfig(part, 4))
+	ctx, cancel := context.WithCancel(context.Background())
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := r.ReadAt(ctx, 0, part)
+		readErr <- err
+	}()
+	<-g.started
+	cancel()
+	if err := <-readErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("read cancelled while its GET hangs: %v, want context.Canceled", err)
+	}
+	r.Close()
+	if n := g.running.Load(); n != 0 {
+		t.Errorf("%d GETs still running after Close returned", n)
+	}
+	// A read after Close starts no prefetch that Close would not have waited for.
+	if _, err := r.ReadAt(ctx, 0, 10); err == nil {
+		t.Error("read after Close with a cancelled context succeeded")
+	}
+	if n := g.running.Load(); n != 0 {
+		t.Errorf("%d GETs running after a read on a closed reader returned", n)
 	}
 }
