@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strings"
 	"syscall"
 
@@ -22,6 +21,7 @@ import (
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/mount"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/options"
+	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
 
@@ -54,9 +54,10 @@ func realMain(args []string) int {
 	if !cfg.Foreground && !cfg.IsFDMount() && os.Getenv(readyFDEnv) == "" {
 		return daemonize(args)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx := klog.NewContext(context.Background(), klog.Background().WithValues("bucket", cfg.Bucket))
+	// SIGTERM or SIGINT unmounts and exits 0; a second one exits at once (shared with the sidecars).
+	ctx, stop := signals.Context(ctx, nil)
 	defer stop()
-	ctx = klog.NewContext(ctx, klog.Background().WithValues("bucket", cfg.Bucket))
 	ready := readyReporter()
 	if err := mount.Run(ctx, cfg, ready); err != nil {
 		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
