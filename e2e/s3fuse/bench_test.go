@@ -94,7 +94,7 @@ func TestBenchS3Fuse(t *testing.T) {
 			return m.Dir, m.cmd.Process.Pid
 		}},
 		{name: "s3fs 1.90", mount: func(t *testing.T) (string, int) { return mountS3fs(t, srv, bucket) }},
-		// rclone writes at ~18 MiB/s (harness.md); one round is enough to place it.
+		// rclone writes at ~18 MiB/s on the benchmark's 2 cores; one round is enough to place it.
 		{name: "rclone mount 1.60", rounds: 1, mount: func(t *testing.T) (string, int) { return mountRclone(t, srv, bucket) }},
 	}
 	srvPid := serverPid(t, srv)
@@ -389,7 +389,7 @@ func mountS3fs(t *testing.T, srv *s3server.Server, bucket string) (string, int) 
 func mountRclone(t *testing.T, srv *s3server.Server, bucket string) (string, int) {
 	dir := t.TempDir()
 	cmd := exec.Command("rclone", "mount", "vgw:"+bucket, dir)
-	// rclone 1.60 fails with AWS_CA_BUNDLE set (harness.md §3); Env() drops every AWS_* variable.
+	// rclone 1.60 fails to start when AWS_CA_BUNDLE is set; Env() drops every AWS_* variable.
 	cmd.Env = append(srv.Env(), "RCLONE_CONFIG_VGW_TYPE=s3", "RCLONE_CONFIG_VGW_PROVIDER=Other",
 		"RCLONE_CONFIG_VGW_ENDPOINT="+srv.Endpoint, "RCLONE_CONFIG_VGW_ACCESS_KEY_ID="+srv.AccessKey,
 		"RCLONE_CONFIG_VGW_SECRET_ACCESS_KEY="+srv.SecretKey, "RCLONE_CONFIG_VGW_REGION="+s3server.Region,
