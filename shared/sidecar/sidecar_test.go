@@ -15,6 +15,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/flags"
 	"github.com/stowage-csi/stowage/shared/testutil"
@@ -33,12 +34,14 @@ func kubeconfig(t *testing.T) string {
 	return path
 }
 
-// resetLogging undoes logsapi.ValidateAndApply, which refuses a second configuration in one process.
+// resetLogging undoes logsapi.ValidateAndApply, which refuses a second configuration in one process, and
+// stops the klog flush daemon it starts (a process-wide goroutine in production, a leak in a test).
 func resetLogging(t *testing.T) {
 	t.Cleanup(func() {
 		if err := logsapi.ResetForTest(nil); err != nil {
 			t.Errorf("resetting logging: %v", err)
 		}
+		klog.StopFlushDaemon()
 	})
 }
 

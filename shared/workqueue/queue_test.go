@@ -55,9 +55,12 @@ func TestBackoffGrowsAndCaps(t *testing.T) {
 
 func TestNewRejectsBadConfig(t *testing.T) {
 	m := newMetrics(t)
-	if _, err := New[string](m, Config{Name: "csi-attacher-va", RetryIntervalStart: time.Second, RetryIntervalMax: time.Minute}); err != nil {
+	first, err := New[string](m, Config{Name: "csi-attacher-va", RetryIntervalStart: time.Second, RetryIntervalMax: time.Minute})
+	if err != nil {
 		t.Fatalf("first queue: %v", err)
 	}
+	// A queue runs goroutines until it is shut down.
+	t.Cleanup(first.ShutDown)
 	tests := []struct {
 		name    string
 		cfg     Config
@@ -77,9 +80,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		})
 	}
 	// The same name in another process-level registry is fine.
-	if _, err := New[string](newMetrics(t), Config{Name: "csi-attacher-va", RetryIntervalStart: time.Second, RetryIntervalMax: time.Minute}); err != nil {
+	other, err := New[string](newMetrics(t), Config{Name: "csi-attacher-va", RetryIntervalStart: time.Second, RetryIntervalMax: time.Minute})
+	if err != nil {
 		t.Fatalf("same name, other Metrics: %v", err)
 	}
+	other.ShutDown()
 }
 
 func TestRunForgetsOnSuccessAndRetriesOnError(t *testing.T) {
