@@ -12,6 +12,7 @@ require (
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stowage-csi/stowage/shared v0.0.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12

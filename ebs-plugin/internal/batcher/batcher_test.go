@@ -8,12 +8,48 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
+
+const (
+	delay   = time.Second
+	timeout = time.Minute // how long a test waits for a positive signal
+)
+
+type got[V any] struct {
+	v   V
+	err error
+}
+
+// getAsync calls Get in a goroutine; the channel delivers its answer.
+func getAsync[K comparable, V any](ctx context.Context, b *Batcher[K, V], key K) <-chan got[V] {
+	ch := make(chan got[V], 1)
+	go func() {
+		v, err := b.Get(ctx, key)
+		ch <- got[V]{v, err}
+	}()
+	return ch
+}
+
+// waitJoined returns once n callers wait on the batch being collected.
+func waitJoined[K comparable, V any](t *testing.T, b *Batcher[K, V], n int) {
+	t.Helper()
+	testutil.Eventually(t, timeout, fmt.Sprintf("%d callers to join the batch", n), func() (bool, error) {
+		if w := b.Waiting(); w != n {
+			return false, fmt.Errorf("%d waiting", w)
+		}
+		return true, nil
+	})
+}
 
 func TestBatcherMergesConcurrentKeys(t *testing.T) {
 	var calls atomic.Int32
 	var sizes sync.Map
-	b := New(100, 50*time.Millisecond, time.Second, func(_ context.Context, keys []string) (map[string]string, error) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := New(Config{MaxEntries: 100, MaxDelay: delay, Timeout: time.Second, Clock: clk}, func(_ context.Context, keys []string) (map[string]string, error) {
 		n := calls.Add(1)
 		sizes.Store(n, len(keys))
 		out := map[string]string{}
@@ -24,23 +60,22 @@ func TestBatcherMergesConcurrentKeys(t *testing.T) {
 		}
 		return out, nil
 	})
-	var wg sync.WaitGroup
-	errs := make(chan error, 40)
+	answers := map[string][]<-chan got[string]{}
 	for i := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			key := fmt.Sprintf("k%d", i%20) // every key asked twice
-			v, err := b.Get(context.Background(), key)
-			if err != nil || v != "v-"+key {
-				errs <- fmt.Errorf("%s: got %q, %v", key, v, err)
-			}
-		}()
+		key := fmt.Sprintf("k%d", i%20) // every key asked twice
+		answers[key] = append(answers[key], getAsync(context.Background(), b, key))
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
+	waitJoined(t, b, 40)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("exec ran %d times before the delay passed", n)
+	}
+	clk.Step(delay)
+	for key, chans := range answers {
+		for _, ch := range chans {
+			if r := <-ch; r.err != nil || r.v != "v-"+key {
+				t.Errorf("%s: got %q, %v", key, r.v, r.err)
+			}
+		}
 	}
 	if calls.Load() != 1 {
 		t.Fatalf("exec called %d times, want 1", calls.Load())
@@ -48,14 +83,19 @@ func TestBatcherMergesConcurrentKeys(t *testing.T) {
 	if n, _ := sizes.Load(int32(1)); n != 20 {
 		t.Fatalf("batch had %v keys, want 20 (duplicates share a slot)", n)
 	}
-	if _, err := b.Get(context.Background(), "missing"); !errors.Is(err, ErrNotInResult) {
-		t.Fatalf("missing key: err = %v", err)
+
+	missing := getAsync(context.Background(), b, "missing")
+	waitJoined(t, b, 1)
+	clk.Step(delay)
+	if r := <-missing; !errors.Is(r.err, ErrNotInResult) {
+		t.Fatalf("missing key: err = %v", r.err)
 	}
 }
 
-func TestBatcherFlushesWhenFull(t *testing.T) {
+func TestBatcherFlushesWhenFullAndStartsANewBatch(t *testing.T) {
 	var calls atomic.Int32
-	b := New(2, time.Hour, time.Second, func(_ context.Context, keys []int) (map[int]int, error) {
+	clk := clocktesting.NewFakeClock(time.Now()) // never stepped: only a full batch flushes
+	b := New(Config{MaxEntries: 2, MaxDelay: time.Hour, Timeout: time.Second, Clock: clk}, func(_ context.Context, keys []int) (map[int]int, error) {
 		calls.Add(1)
 		out := map[int]int{}
 		for _, k := range keys {
@@ -63,34 +103,77 @@ func TestBatcherFlushesWhenFull(t *testing.T) {
 		}
 		return out, nil
 	})
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if v, err := b.Get(context.Background(), i); err != nil || v != i*2 {
-				t.Errorf("key %d: %d, %v", i, v, err)
-			}
-		}()
+	first := getAsync(context.Background(), b, 1)
+	waitJoined(t, b, 1)
+	second := getAsync(context.Background(), b, 2)
+	for i, ch := range []<-chan got[int]{first, second} {
+		if r := <-ch; r.err != nil || r.v != (i+1)*2 {
+			t.Errorf("key %d: %d, %v", i+1, r.v, r.err)
+		}
 	}
-	wg.Wait()
 	if calls.Load() != 1 {
 		t.Fatalf("calls = %d", calls.Load())
 	}
+	// The full batch left: a later key waits for a batch of its own.
+	third := getAsync(context.Background(), b, 3)
+	waitJoined(t, b, 1)
+	fourth := getAsync(context.Background(), b, 4)
+	<-third
+	<-fourth
+	if calls.Load() != 2 {
+		t.Fatalf("calls = %d, want 2", calls.Load())
+	}
 }
 
-func TestBatcherErrorFailsEveryKeyAndCallerContextIsHonoured(t *testing.T) {
+func TestBatcherErrorFailsEveryKey(t *testing.T) {
 	boom := errors.New("boom")
-	b := New(10, 10*time.Millisecond, time.Second, func(context.Context, []string) (map[string]string, error) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := New(Config{MaxEntries: 10, MaxDelay: delay, Timeout: time.Second, Clock: clk}, func(context.Context, []string) (map[string]string, error) {
 		return nil, boom
 	})
-	if _, err := b.Get(context.Background(), "a"); !errors.Is(err, boom) {
-		t.Fatalf("err = %v", err)
+	a, c := getAsync(context.Background(), b, "a"), getAsync(context.Background(), b, "c")
+	waitJoined(t, b, 2)
+	clk.Step(delay)
+	for _, ch := range []<-chan got[string]{a, c} {
+		if r := <-ch; !errors.Is(r.err, boom) {
+			t.Fatalf("err = %v", r.err)
+		}
 	}
-	slow := New(10, time.Hour, time.Second, func(context.Context, []string) (map[string]string, error) { return nil, nil })
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if _, err := slow.Get(ctx, "a"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v", err)
+}
+
+type ctxKey struct{}
+
+// The batch runs with the first caller's values (its logger) but is not cancelled when that caller gives up:
+// the callers still waiting get their answer.
+func TestBatcherKeepsFirstCallersValuesNotItsCancellation(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	type seen struct {
+		err   error
+		value any
+	}
+	execSaw := make(chan seen, 1)
+	b := New(Config{MaxEntries: 10, MaxDelay: delay, Timeout: time.Minute, Clock: clk}, func(ctx context.Context, keys []string) (map[string]string, error) {
+		execSaw <- seen{ctx.Err(), ctx.Value(ctxKey{})}
+		return map[string]string{"a": "A", "b": "B"}, nil
+	})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "first caller"))
+	first := getAsync(ctx, b, "a")
+	waitJoined(t, b, 1)
+	second := getAsync(context.Background(), b, "b")
+	waitJoined(t, b, 2)
+	cancel()
+	if r := <-first; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled caller: err = %v, want context.Canceled", r.err)
+	}
+	clk.Step(delay)
+	if r := <-second; r.err != nil || r.v != "B" {
+		t.Fatalf("other caller: %q, %v", r.v, r.err)
+	}
+	saw := <-execSaw
+	if saw.err != nil {
+		t.Errorf("exec context ended: %v", saw.err)
+	}
+	if saw.value != "first caller" {
+		t.Errorf("exec context value = %v, want the first caller's", saw.value)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -109,13 +110,25 @@ func (c *Cloud) waitAttached(ctx context.Context, volumeID, instanceID, device s
 			return true, nil
 		case string(types.VolumeAttachmentStateAttaching):
 			if !mine.AttachTime.IsZero() && c.now().Sub(mine.AttachTime) > c.waits.AttachingTimeout {
-				// Stuck: undo so the next attempt can start clean (upstream complaint #2).
-				_ = c.DetachDisk(context.WithoutCancel(ctx), volumeID, instanceID)
-				return false, fmt.Errorf("volume %s stuck attaching to %s since %s; detached it", volumeID, instanceID, mine.AttachTime)
+				return false, c.detachStuck(ctx, volumeID, instanceID, mine.AttachTime)
 			}
 		}
 		return false, nil
 	})
+}
+
+// detachStuck undoes an attachment that has sat in "attaching" past AttachingTimeout: EC2 does not finish
+// such an attachment by itself, and while it exists every new attempt fails the same way. The detach runs
+// even if ctx is cancelled, because leaving the attachment stuck is what it repairs. The returned error says
+// whether the detach worked.
+func (c *Cloud) detachStuck(ctx context.Context, volumeID, instanceID string, since time.Time) error {
+	logger := klog.FromContext(ctx).WithValues("volumeID", volumeID, "instanceID", instanceID, "attachingSince", since)
+	if err := c.DetachDisk(context.WithoutCancel(ctx), volumeID, instanceID); err != nil {
+		logger.Error(err, "Volume stuck attaching, and detaching it failed")
+		return fmt.Errorf("volume %s stuck attaching to %s since %s, and detaching it failed: %w", volumeID, instanceID, since, err)
+	}
+	logger.Info("Volume stuck attaching; detached it so the next attempt starts clean")
+	return fmt.Errorf("volume %s stuck attaching to %s since %s; detached it so the next attempt starts clean", volumeID, instanceID, since)
 }
 
 // DetachDisk detaches the volume from the instance and waits until it is gone. Not attached counts as done.

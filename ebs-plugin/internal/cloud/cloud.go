@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/batcher"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/devicemanager"
@@ -31,6 +32,8 @@ type Config struct {
 	Metrics   *metrics.Recorder
 	// Waits; zero values take upstream's.
 	Waits Waits
+	// Clock times the batches' delay; nil means the real clock.
+	Clock clock.WithDelayedExecution
 }
 
 // Waits are the polling schedules after mutating calls.
@@ -154,11 +157,11 @@ func newCloud(api ec2API, cfg Config) *Cloud {
 		tokenBumps:   map[string]bump{},
 		maxIOPSCache: map[string]maxEntry{},
 	}
-	c.volumes = newDescriber(cfg.Batching, 500, w.BatchDelay, c.describeVolumesByID)
-	c.instances = newDescriber(cfg.Batching, 50, w.BatchDelay, c.describeInstancesByID)
-	c.snapshotsByID = newDescriber(cfg.Batching, 1000, w.BatchDelay, c.describeSnapshotsByID)
-	c.snapshotsByNm = newDescriber(cfg.Batching, 1000, w.BatchDelay, c.describeSnapshotsByName)
-	c.modifications = newDescriber(cfg.Batching, 500, w.BatchDelay, c.describeModificationsByID)
+	c.volumes = newDescriber(cfg.Batching, 500, w.BatchDelay, cfg.Clock, c.describeVolumesByID)
+	c.instances = newDescriber(cfg.Batching, 50, w.BatchDelay, cfg.Clock, c.describeInstancesByID)
+	c.snapshotsByID = newDescriber(cfg.Batching, 1000, w.BatchDelay, cfg.Clock, c.describeSnapshotsByID)
+	c.snapshotsByNm = newDescriber(cfg.Batching, 1000, w.BatchDelay, cfg.Clock, c.describeSnapshotsByName)
+	c.modifications = newDescriber(cfg.Batching, 500, w.BatchDelay, cfg.Clock, c.describeModificationsByID)
 	return c
 }
 
@@ -168,10 +171,10 @@ type describer[K comparable, V any] struct {
 	exec  batcher.Exec[K, V]
 }
 
-func newDescriber[K comparable, V any](on bool, max int, delay time.Duration, exec batcher.Exec[K, V]) describer[K, V] {
+func newDescriber[K comparable, V any](on bool, max int, delay time.Duration, clk clock.WithDelayedExecution, exec batcher.Exec[K, V]) describer[K, V] {
 	d := describer[K, V]{exec: exec}
 	if on {
-		d.batch = batcher.New(max, delay, 30*time.Second, exec)
+		d.batch = batcher.New(batcher.Config{MaxEntries: max, MaxDelay: delay, Timeout: 30 * time.Second, Clock: clk}, exec)
 	}
 	return d
 }

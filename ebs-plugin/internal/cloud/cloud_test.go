@@ -20,7 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // ec2Handler answers EC2 Query requests from a table of actions: each returns the XML body inside the
@@ -75,6 +78,12 @@ var fastWaits = Waits{
 
 func newTestCloud(t *testing.T, batching bool, actions map[string]func(url.Values) (string, string, string)) (*Cloud, *ec2Handler, *metrics.Recorder) {
 	t.Helper()
+	return newTestCloudWith(t, Config{Batching: batching, Waits: fastWaits}, actions)
+}
+
+// newTestCloudWith serves actions from a test EC2 endpoint to a Cloud configured by cfg.
+func newTestCloudWith(t *testing.T, cfg Config, actions map[string]func(url.Values) (string, string, string)) (*Cloud, *ec2Handler, *metrics.Recorder) {
+	t.Helper()
 	h := &ec2Handler{calls: map[string][]url.Values{}, actions: actions}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -84,7 +93,7 @@ func newTestCloud(t *testing.T, batching bool, actions map[string]func(url.Value
 			o.BaseEndpoint = aws.String(srv.URL)
 			o.APIOptions = append(o.APIOptions, metricsMiddleware(rec))
 		})
-	return newCloud(client, Config{Batching: batching, Waits: fastWaits}), h, rec
+	return newCloud(client, cfg), h, rec
 }
 
 func volumeXML(id, state string, size int, attachments string) string {
@@ -181,27 +190,33 @@ func TestMaxIOPSDiscoveredByDryRunAndCached(t *testing.T) {
 }
 
 func TestBatchedDescribeSurvivesNotFoundOfOneVolume(t *testing.T) {
-	c, h, _ := newTestCloud(t, true, map[string]func(url.Values) (string, string, string){
+	clk := clocktesting.NewFakeClock(time.Now())
+	c, h, _ := newTestCloudWith(t, Config{Batching: true, Waits: fastWaits, Clock: clk}, map[string]func(url.Values) (string, string, string){
 		"DescribeVolumes": describeFrom(map[string]string{
 			"vol-a": volumeXML("vol-a", "available", 1, ""), "vol-b": volumeXML("vol-b", "in-use", 2, ""),
 		}),
 	})
-	var wg sync.WaitGroup
-	results := map[string]error{}
-	var mu sync.Mutex
-	for _, id := range []string{"vol-a", "vol-b", "vol-gone", "vol-a"} {
-		wg.Add(1)
+	ids := []string{"vol-a", "vol-b", "vol-gone", "vol-a"}
+	results := make([]chan error, len(ids))
+	for i, id := range ids {
+		results[i] = make(chan error, 1)
 		go func() {
-			defer wg.Done()
 			_, err := c.GetDisk(context.Background(), id)
-			mu.Lock()
-			results[id] = err
-			mu.Unlock()
+			results[i] <- err
 		}()
 	}
-	wg.Wait()
-	if results["vol-a"] != nil || results["vol-b"] != nil || !errors.Is(results["vol-gone"], ErrNotFound) {
-		t.Fatalf("results %v", results)
+	testutil.Eventually(t, time.Minute, "every GetDisk to join the batch", func() (bool, error) {
+		if n := c.volumes.batch.Waiting(); n != len(ids) {
+			return false, fmt.Errorf("%d waiting", n)
+		}
+		return true, nil
+	})
+	clk.Step(fastWaits.BatchDelay)
+	for i, id := range ids {
+		err := <-results[i]
+		if wantNotFound := id == "vol-gone"; wantNotFound != errors.Is(err, ErrNotFound) || !wantNotFound && err != nil {
+			t.Errorf("GetDisk(%s) = %v", id, err)
+		}
 	}
 	if n := h.count("DescribeVolumes"); n != 2 {
 		t.Fatalf("DescribeVolumes calls = %d, want 2 (the batch, then the batch without the missing ID)", n)
@@ -235,6 +250,65 @@ func TestAttachPicksAnotherNameAfterAlreadyInUse(t *testing.T) {
 	}
 	if h.count("AttachVolume") != 2 {
 		t.Fatalf("attach calls %d", h.count("AttachVolume"))
+	}
+}
+
+func TestAttachStuckAttachingIsDetachedAndTheOutcomeReported(t *testing.T) {
+	tests := []struct {
+		name       string
+		detachCode string
+		wantErr    []string
+		notWant    string
+	}{
+		{name: "detach works", wantErr: []string{"stuck attaching", "detached it"}, notWant: "failed"},
+		{name: "detach fails", detachCode: "UnauthorizedOperation", wantErr: []string{"stuck attaching", "detaching it failed", "UnauthorizedOperation"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			detached := false
+			c, h, _ := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+				"DescribeInstances": func(url.Values) (string, string, string) {
+					return `<reservationSet><item><instancesSet><item><instanceId>i-1</instanceId></item></instancesSet></item></reservationSet>`, "", ""
+				},
+				"AttachVolume": func(url.Values) (string, string, string) {
+					return "<device>/dev/xvdaa</device><status>attaching</status>", "", ""
+				},
+				"DetachVolume": func(url.Values) (string, string, string) {
+					if tc.detachCode != "" {
+						return "", tc.detachCode, "not allowed"
+					}
+					mu.Lock()
+					detached = true
+					mu.Unlock()
+					return "<status>detaching</status>", "", ""
+				},
+				"DescribeVolumes": func(url.Values) (string, string, string) {
+					mu.Lock()
+					defer mu.Unlock()
+					att := `<item><instanceId>i-1</instanceId><device>/dev/xvdaa</device><status>attaching</status><attachTime>2020-01-01T00:00:00.000Z</attachTime></item>`
+					if detached {
+						att = ""
+					}
+					return "<volumeSet>" + volumeXML("vol-1", "in-use", 1, att) + "</volumeSet>", "", ""
+				},
+			})
+			_, err := c.AttachDisk(context.Background(), "vol-1", "i-1")
+			if err == nil {
+				t.Fatal("attach of a volume stuck attaching succeeded")
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not say %q", err, want)
+				}
+			}
+			if tc.notWant != "" && strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("error %q says %q", err, tc.notWant)
+			}
+			if h.count("DetachVolume") != 1 {
+				t.Errorf("DetachVolume calls = %d, want 1", h.count("DetachVolume"))
+			}
+		})
 	}
 }
 

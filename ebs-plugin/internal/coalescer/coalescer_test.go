@@ -3,10 +3,19 @@ package coalescer
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
+
+const (
+	window  = time.Second
+	timeout = time.Minute // how long a test waits for a positive signal
 )
 
 type req struct{ size, iops int }
@@ -29,40 +38,121 @@ func mergeReq(a, b req) (req, error) {
 	return a, nil
 }
 
+type answer struct {
+	out int
+	err error
+}
+
+func submitAsync(ctx context.Context, c *Coalescer[string, req, int], key string, in req) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		out, err := c.Submit(ctx, key, in)
+		ch <- answer{out, err}
+	}()
+	return ch
+}
+
+// waitJoined returns once n callers wait on key's window.
+func waitJoined(t *testing.T, c *Coalescer[string, req, int], key string, n int) {
+	t.Helper()
+	testutil.Eventually(t, timeout, fmt.Sprintf("%d callers in the window of %s", n, key), func() (bool, error) {
+		if w := c.Waiting(key); w != n {
+			return false, fmt.Errorf("%d waiting", w)
+		}
+		return true, nil
+	})
+}
+
 func TestCoalescerMergesWithinWindowAndRejectsConflictsForThatCallerOnly(t *testing.T) {
 	var calls atomic.Int32
-	var got req
-	c := New(50*time.Millisecond, time.Second, mergeReq, func(_ context.Context, key string, in req) (int, error) {
+	merged := make(chan req, 2)
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(Config{Window: window, Timeout: time.Second, Clock: clk}, mergeReq, func(_ context.Context, key string, in req) (int, error) {
 		calls.Add(1)
-		got = in
+		merged <- in
 		return in.size, nil
 	})
-	var wg sync.WaitGroup
-	results := make([]error, 3)
-	inputs := []req{{size: 10}, {iops: 3000}, {size: 20}}
-	for i, in := range inputs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if i > 0 {
-				time.Sleep(5 * time.Millisecond * time.Duration(i))
-			}
-			out, err := c.Submit(context.Background(), "vol-1", in)
-			results[i] = err
-			if err == nil && out != 10 {
-				t.Errorf("caller %d got %d", i, out)
-			}
-		}()
+	first := submitAsync(context.Background(), c, "vol-1", req{size: 10})
+	waitJoined(t, c, "vol-1", 1)
+	second := submitAsync(context.Background(), c, "vol-1", req{iops: 3000})
+	waitJoined(t, c, "vol-1", 2)
+	// A conflicting input fails at once, without joining or closing the window.
+	if _, err := c.Submit(context.Background(), "vol-1", req{size: 20}); !errors.Is(err, errConflict) {
+		t.Fatalf("conflicting caller: err = %v, want the merge error", err)
 	}
-	wg.Wait()
-	if results[0] != nil || results[1] != nil || !errors.Is(results[2], errConflict) {
-		t.Fatalf("results = %v", results)
+	if n := c.Waiting("vol-1"); n != 2 || calls.Load() != 0 {
+		t.Fatalf("after the conflict: %d waiting, %d executions; want 2 and 0", n, calls.Load())
 	}
-	if calls.Load() != 1 || got != (req{size: 10, iops: 3000}) {
+	clk.Step(window)
+	for i, ch := range []<-chan answer{first, second} {
+		if a := <-ch; a.err != nil || a.out != 10 {
+			t.Errorf("caller %d got %d, %v; want 10", i, a.out, a.err)
+		}
+	}
+	if got := <-merged; calls.Load() != 1 || got != (req{size: 10, iops: 3000}) {
 		t.Fatalf("calls = %d, merged = %+v", calls.Load(), got)
 	}
+
 	// A new window starts after execution.
-	if out, err := c.Submit(context.Background(), "vol-1", req{size: 30}); err != nil || out != 30 || calls.Load() != 2 {
-		t.Fatalf("second window: %d, %v, calls %d", out, err, calls.Load())
+	third := submitAsync(context.Background(), c, "vol-1", req{size: 30})
+	waitJoined(t, c, "vol-1", 1)
+	clk.Step(window)
+	if a := <-third; a.err != nil || a.out != 30 || calls.Load() != 2 {
+		t.Fatalf("second window: %d, %v, calls %d", a.out, a.err, calls.Load())
+	}
+}
+
+func TestCoalescerKeysHaveSeparateWindows(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(Config{Window: window, Timeout: time.Second, Clock: clk}, mergeReq, func(_ context.Context, key string, in req) (int, error) {
+		return in.size, nil
+	})
+	a := submitAsync(context.Background(), c, "vol-a", req{size: 1})
+	b := submitAsync(context.Background(), c, "vol-b", req{size: 2}) // no conflict: another volume
+	waitJoined(t, c, "vol-a", 1)
+	waitJoined(t, c, "vol-b", 1)
+	clk.Step(window)
+	if r := <-a; r.err != nil || r.out != 1 {
+		t.Errorf("vol-a: %d, %v", r.out, r.err)
+	}
+	if r := <-b; r.err != nil || r.out != 2 {
+		t.Errorf("vol-b: %d, %v", r.out, r.err)
+	}
+}
+
+type ctxKey struct{}
+
+// The execution runs with the first caller's values (its logger) but is not cancelled when that caller gives
+// up: the callers still waiting get the result.
+func TestCoalescerKeepsFirstCallersValuesNotItsCancellation(t *testing.T) {
+	type seen struct {
+		err   error
+		value any
+	}
+	execSaw := make(chan seen, 1)
+	clk := clocktesting.NewFakeClock(time.Now())
+	c := New(Config{Window: window, Timeout: time.Minute, Clock: clk}, mergeReq, func(ctx context.Context, _ string, in req) (int, error) {
+		execSaw <- seen{ctx.Err(), ctx.Value(ctxKey{})}
+		return in.size, nil
+	})
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "first caller"))
+	first := submitAsync(ctx, c, "vol-1", req{size: 5})
+	waitJoined(t, c, "vol-1", 1)
+	second := submitAsync(context.Background(), c, "vol-1", req{iops: 100})
+	waitJoined(t, c, "vol-1", 2)
+	cancel()
+	if a := <-first; !errors.Is(a.err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", a.err)
+	}
+	clk.Step(window)
+	if a := <-second; a.err != nil || a.out != 5 {
+		t.Fatalf("other caller: %d, %v", a.out, a.err)
+	}
+	saw := <-execSaw
+	if saw.err != nil {
+		t.Errorf("execution context ended: %v", saw.err)
+	}
+	if saw.value != "first caller" {
+		t.Errorf("execution context value = %v, want the first caller's", saw.value)
 	}
 }

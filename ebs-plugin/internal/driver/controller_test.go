@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/cloud"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 func TestCreateVolume(t *testing.T) {
@@ -240,34 +241,39 @@ func TestControllerUnpublishCancelsInProgressPublish(t *testing.T) {
 }
 
 func TestExpandAndModifyAreCoalesced(t *testing.T) {
-	d, fc, _ := newTestDriver(t, Options{ModifyVolumeWindow: 100 * time.Millisecond})
+	clk := clocktesting.NewFakeClock(time.Now())
+	const window = time.Second
+	d, fc, _ := newTestDriver(t, Options{ModifyVolumeWindow: window, Clock: clk})
 	v := fc.AddVolume(cloud.Disk{CapacityGiB: 1, VolumeType: "gp3"})
-	var wg sync.WaitGroup
-	var expandErr, modifyErr, conflictErr error
-	var expanded *csi.ControllerExpandVolumeResponse
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		expanded, expandErr = d.ControllerExpandVolume(context.Background(), &csi.ControllerExpandVolumeRequest{VolumeId: v.VolumeID,
-			CapacityRange: &csi.CapacityRange{RequiredBytes: 3 * gib}, VolumeCapability: mountCap("")})
-	}()
-	go func() {
-		defer wg.Done()
-		time.Sleep(20 * time.Millisecond)
-		_, modifyErr = d.ControllerModifyVolume(context.Background(), &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeID,
-			MutableParameters: map[string]string{"iops": "5000", "tagSpecification_1": "tier=gold"}})
-	}()
-	go func() {
-		defer wg.Done()
-		time.Sleep(40 * time.Millisecond)
-		_, conflictErr = d.ControllerModifyVolume(context.Background(), &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeID,
-			MutableParameters: map[string]string{"iops": "6000"}})
-	}()
-	wg.Wait()
-	if expandErr != nil || modifyErr != nil {
-		t.Fatalf("expand %v, modify %v", expandErr, modifyErr)
+	type expandResult struct {
+		resp *csi.ControllerExpandVolumeResponse
+		err  error
 	}
+	expanded, modified := make(chan expandResult, 1), make(chan error, 1)
+	go func() {
+		resp, err := d.ControllerExpandVolume(context.Background(), &csi.ControllerExpandVolumeRequest{VolumeId: v.VolumeID,
+			CapacityRange: &csi.CapacityRange{RequiredBytes: 3 * gib}, VolumeCapability: mountCap("")})
+		expanded <- expandResult{resp, err}
+	}()
+	waitModifyCallers(t, d, v.VolumeID, 1)
+	go func() {
+		_, err := d.ControllerModifyVolume(context.Background(), &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeID,
+			MutableParameters: map[string]string{"iops": "5000", "tagSpecification_1": "tier=gold"}})
+		modified <- err
+	}()
+	waitModifyCallers(t, d, v.VolumeID, 2)
+	// Another IOPS value conflicts with the open window: refused at once, the window stays open.
+	_, conflictErr := d.ControllerModifyVolume(context.Background(), &csi.ControllerModifyVolumeRequest{VolumeId: v.VolumeID,
+		MutableParameters: map[string]string{"iops": "6000"}})
 	wantCode(t, conflictErr, codes.Aborted, "iops")
+	if n := fc.CallCount("ModifyDisk"); n != 0 {
+		t.Fatalf("ModifyDisk ran %d times before the window closed", n)
+	}
+	clk.Step(window)
+	e := <-expanded
+	if err := <-modified; e.err != nil || err != nil {
+		t.Fatalf("expand %v, modify %v", e.err, err)
+	}
 	if len(fc.Modified) != 1 {
 		t.Fatalf("ModifyDisk ran %d times, want 1", len(fc.Modified))
 	}
@@ -275,9 +281,20 @@ func TestExpandAndModifyAreCoalesced(t *testing.T) {
 	if m.SizeBytes != 3*gib || m.IOPS != 5000 || m.TagsAdd["tier"] != "gold" {
 		t.Fatalf("merged %+v", m)
 	}
-	if expanded.GetCapacityBytes() != 3*gib || !expanded.GetNodeExpansionRequired() {
-		t.Fatalf("expand response %+v", expanded)
+	if e.resp.GetCapacityBytes() != 3*gib || !e.resp.GetNodeExpansionRequired() {
+		t.Fatalf("expand response %+v", e.resp)
 	}
+}
+
+// waitModifyCallers returns once n requests wait in the modification window of volumeID.
+func waitModifyCallers(t *testing.T, d *Driver, volumeID string, n int) {
+	t.Helper()
+	sharedtestutil.Eventually(t, time.Minute, fmt.Sprintf("%d requests in the modification window of %s", n, volumeID), func() (bool, error) {
+		if w := d.modifier.Waiting(volumeID); w != n {
+			return false, fmt.Errorf("%d waiting", w)
+		}
+		return true, nil
+	})
 }
 
 func TestControllerExpandAndModifyValidation(t *testing.T) {

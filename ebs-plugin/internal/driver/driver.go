@@ -17,6 +17,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/cloud"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/coalescer"
@@ -56,6 +57,8 @@ type Options struct {
 	ModifyVolumeWindow        time.Duration
 	VolumeAttachLimit         int64
 	ReservedVolumeAttachments int
+	// Clock times the modification window; nil means the real clock.
+	Clock clock.WithDelayedExecution
 }
 
 // Cloud is the EC2 work the controller needs.
@@ -129,7 +132,8 @@ func New(opts Options, cloudAPI Cloud, mounter Mounter, meta MetadataSource) (*D
 	}
 	// 15 s bounds one merged modification, as upstream: the resizer retries, and a shorter execution keeps
 	// the window of the next request predictable.
-	d.modifier = coalescer.New(opts.ModifyVolumeWindow, 15*time.Second, mergeModify, d.executeModify)
+	d.modifier = coalescer.New(coalescer.Config{Window: opts.ModifyVolumeWindow, Timeout: 15 * time.Second, Clock: opts.Clock},
+		mergeModify, d.executeModify)
 	return d, nil
 }
 
@@ -163,12 +167,18 @@ func (d *Driver) Run(ctx context.Context) error {
 	if d.nodeEnabled() {
 		csi.RegisterNodeServer(srv, d)
 	}
-	go func() {
-		<-ctx.Done()
-		srv.GracefulStop()
-	}()
 	logger.Info("Serving CSI", "endpoint", d.opts.Endpoint, "mode", d.opts.Mode, "driver", DriverName, "version", d.opts.Version)
-	if err := srv.Serve(ln); err != nil {
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve CSI: %w", err)
+	case <-ctx.Done():
+	}
+	// Serve returns as soon as the stop begins; GracefulStop returns once running calls have finished, so
+	// nothing of the server outlives Run.
+	srv.GracefulStop()
+	if err := <-served; err != nil {
 		return fmt.Errorf("serve CSI: %w", err)
 	}
 	return nil
