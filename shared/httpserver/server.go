@@ -1,9 +1,11 @@
-// Package httpserver is the one diagnostics HTTP server of a sidecar (--http-endpoint, or the deprecated
-// --metrics-address): Prometheus metrics at --metrics-path and health checks such as /healthz/leader-election.
+// Package httpserver is the one diagnostics HTTP server of a sidecar or driver (--http-endpoint, or the
+// deprecated --metrics-address): Prometheus metrics at --metrics-path and health checks such as
+// /healthz/leader-election, over plain HTTP or, with a certificate, HTTPS.
 package httpserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +23,9 @@ type Server struct {
 	listener net.Listener
 	mux      *http.ServeMux
 	srv      *http.Server
+	// tls is set for a server from ListenTLS. It is kept apart from srv.TLSConfig, which net/http fills in
+	// for plain servers too.
+	tls *tls.Config
 }
 
 // Listen binds addr (":8080", "127.0.0.1:0"...) right away, so a port conflict fails start-up and tests can
@@ -38,11 +43,34 @@ func Listen(addr string) (*Server, error) {
 	}, nil
 }
 
+// ListenTLS is Listen for a server that answers only HTTPS, with the PEM certificate (chain) and key in
+// certFile and keyFile. The pair is read here, so a missing or mismatched file fails start-up rather than
+// the first scrape.
+func ListenTLS(addr, certFile, keyFile string) (*Server, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading the HTTP endpoint's TLS certificate %q and key %q: %w", certFile, keyFile, err)
+	}
+	s, err := Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	s.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	s.srv.TLSConfig = s.tls
+	return s, nil
+}
+
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 
-// URL returns "http://<addr><path>".
-func (s *Server) URL(path string) string { return "http://" + s.listener.Addr().String() + path }
+// URL returns "http://<addr><path>", or "https://..." for a server from ListenTLS.
+func (s *Server) URL(path string) string {
+	scheme := "http"
+	if s.tls != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + s.listener.Addr().String() + path
+}
 
 // Handle registers h for pattern (net/http ServeMux syntax).
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
@@ -63,8 +91,15 @@ func (s *Server) HandleCheck(path string, check func(*http.Request) error) {
 func (s *Server) Serve(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	errc := make(chan error, 1)
-	go func() { errc <- s.srv.Serve(s.listener) }()
-	logger.Info("HTTP endpoint serving", "address", s.Addr().String())
+	go func() {
+		if s.tls != nil {
+			// Empty file names: the certificate is already in TLSConfig.
+			errc <- s.srv.ServeTLS(s.listener, "", "")
+			return
+		}
+		errc <- s.srv.Serve(s.listener)
+	}()
+	logger.Info("HTTP endpoint serving", "address", s.Addr().String(), "tls", s.tls != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("HTTP endpoint %s: %w", s.Addr(), err)
