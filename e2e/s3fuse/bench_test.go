@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stowage-csi/stowage/e2e/s3server"
@@ -65,8 +64,7 @@ func TestBenchS3Fuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := sha256.Sum256(data)
-	uploader := manager.NewUploader(srv.Client, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 4 })
-	if _, err := uploader.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("seq.bin"), Body: bytes.NewReader(data)}); err != nil {
+	if err := sdkUpload(ctx, srv.Client, bucket, "seq.bin", data, 16<<20); err != nil {
 		t.Fatal(err)
 	}
 	offsets := make([]int64, randomReads)
@@ -196,8 +194,6 @@ func msPerMiB(d time.Duration, n int64) float64 {
 // buffer), manager.Upload (8 MiB parts, 4 at a time), and one ranged GET per random read.
 func rawSDK(t *testing.T, client *s3.Client, srvPid int, bucket string, data, dst []byte, offsets []int64) (m measured) {
 	ctx := context.Background()
-	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = 16 << 20; d.Concurrency = 4 })
-	up := manager.NewUploader(client, func(u *manager.Uploader) { u.PartSize = 8 << 20; u.Concurrency = 4 })
 	if dst == nil {
 		// Memory fresh from the kernel (the Go heap would hand back the last round's resident buffer):
 		// the download takes the page faults; zeros cannot pass for the random object.
@@ -214,20 +210,19 @@ func rawSDK(t *testing.T, client *s3.Client, srvPid int, bucket string, data, ds
 			dst[i] = ^data[i]
 		}
 	}
-	buf := manager.NewWriteAtBuffer(dst)
 	settle()
 	cpu0 := cpuOf(t, os.Getpid(), srvPid)
 	start := time.Now()
-	n, err := down.Download(ctx, buf, &s3.GetObjectInput{Bucket: &bucket, Key: aws.String("seq.bin")})
+	n, err := sdkDownload(ctx, client, bucket, "seq.bin", dst, 16<<20)
 	el := time.Since(start)
 	m.readCPU = msPerMiB(cpuOf(t, os.Getpid(), srvPid)-cpu0, n)
-	if err != nil || n != benchSize || !bytes.Equal(buf.Bytes(), data) {
+	if err != nil || n != benchSize || !bytes.Equal(dst, data) {
 		t.Fatalf("download: n=%d err=%v (or wrong bytes)", n, err)
 	}
 	m.read = mibps(n, el)
 	settle()
 	start = time.Now()
-	if _, err := up.Upload(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("raw-write.bin"), Body: bytes.NewReader(data)}); err != nil {
+	if err := sdkUpload(ctx, client, bucket, "raw-write.bin", data, 8<<20); err != nil {
 		t.Fatal(err)
 	}
 	m.write = mibps(benchSize, time.Since(start))

@@ -15,10 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -139,8 +135,7 @@ func TestBenchS3FuseCPU(t *testing.T) {
 	if err := os.WriteFile(src, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	up := manager.NewUploader(srv.Client, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 4 })
-	if _, err := up.Upload(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("seq.bin"), Body: bytes.NewReader(data)}); err != nil {
+	if err := sdkUpload(context.Background(), srv.Client, bucket, "seq.bin", data, 16<<20); err != nil {
 		t.Fatal(err)
 	}
 	srvPid := serverPid(t, srv)
