@@ -17,6 +17,7 @@ require (
 	github.com/onsi/ginkgo/v2 v2.32.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stowage-csi/stowage/shared v0.0.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/mod v0.42.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0

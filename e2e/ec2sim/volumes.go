@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// volumeXML renders a volume as EC2 describes it at now.
+// volumeXML renders a volume as EC2 describes it at now. The answer is encoded after the lock is released, so it
+// holds copies, never pointers into the state the ticker goes on changing.
 func (s *Server) volumeXML(v *volume, now time.Time) xVolume {
 	x := xVolume{
 		VolumeID:           v.ID,
@@ -27,10 +28,10 @@ func (s *Server) volumeXML(v *volume, now time.Time) xVolume {
 		SourceVolumeID:     v.SourceVolumeID,
 	}
 	if reportsIops(v.Type) {
-		x.Iops = &v.Iops
+		x.Iops = ptr(v.Iops)
 	}
 	if reportsThroughput(v.Type) {
-		x.Throughput = &v.Throughput
+		x.Throughput = ptr(v.Throughput)
 	}
 	if sn, ok := s.st.Snapshots[v.SnapshotID]; ok && sn.FastRestore[v.Zone] {
 		x.FastRestored = true
@@ -39,6 +40,16 @@ func (s *Server) volumeXML(v *volume, now time.Time) xVolume {
 		x.Attachments = append(x.Attachments, attachmentXML(v.ID, a))
 	}
 	return x
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// copyPtr is a pointer to a copy of *p, or nil.
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	return ptr(*p)
 }
 
 func attachmentXML(volID string, a *attachment) xAttachment {
@@ -50,7 +61,7 @@ func attachmentXML(volID string, a *attachment) xAttachment {
 		AttachTime: ts(a.AttachTime),
 		// EC2 keeps delete-on-termination false for volumes attached after launch.
 		DeleteOnTermination: false,
-		EbsCardIndex:        a.CardIndex,
+		EbsCardIndex:        copyPtr(a.CardIndex),
 	}
 }
 
