@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,6 +56,9 @@ type Controller struct {
 	vaLister storagelisters.VolumeAttachmentLister
 	pvLister corelisters.PersistentVolumeLister
 	synced   []cache.InformerSynced
+	// joining, if set, runs once ctx has ended and Run starts waiting for its goroutines: tests hold work in
+	// flight until then, to see that Run waits for it.
+	joining func()
 }
 
 // New registers the event handlers on the informers.
@@ -83,28 +87,26 @@ func New(cfg Config) (*Controller, error) {
 	return c, nil
 }
 
-// Run waits for the caches, then runs the workers and the reconcile loop until ctx ends, and returns
-// once the workers have finished what they were doing.
+// Run waits for the caches, then runs the workers and the reconcile loop until ctx ends, and returns once all
+// of them have finished what they were doing: its return is what lets the elector release the lease, so nothing
+// of this leader may still run after it.
 func (c *Controller) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
 	}
 	logger.Info("Caches synced, starting workers", "workers", c.cfg.Workers)
-	done := make(chan struct{}, 2)
-	go func() {
-		workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, c.syncVA)
-		done <- struct{}{}
-	}()
-	go func() {
-		workqueue.Run(ctx, c.cfg.Workers, c.cfg.PVQueue, c.syncPV)
-		done <- struct{}{}
-	}()
+	var wg sync.WaitGroup
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, c.syncVA) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.PVQueue, c.syncPV) })
 	if c.cfg.ReconcileSync > 0 {
-		go wait.UntilWithContext(ctx, c.reconcile, c.cfg.ReconcileSync)
+		wg.Go(func() { wait.UntilWithContext(ctx, c.reconcile, c.cfg.ReconcileSync) })
 	}
-	<-done
-	<-done
+	<-ctx.Done()
+	if c.joining != nil {
+		c.joining()
+	}
+	wg.Wait()
 	return nil
 }
 
