@@ -14,6 +14,14 @@ import (
 
 const maxSignatureSkew = 15 * time.Minute
 
+// sigV4Auth is a parsed AWS Signature Version 4 Authorization header.
+type sigV4Auth struct {
+	// scope is the credential: access key ID, date, region, service, "aws4_request".
+	scope     []string
+	signed    string
+	signature string
+}
+
 // verifySignature checks an AWS Signature Version 4 Authorization header against the configured credentials.
 // Without configured credentials every request is accepted.
 func (s *Server) verifySignature(r *http.Request, body string) *apiError {
@@ -21,13 +29,43 @@ func (s *Server) verifySignature(r *http.Request, body string) *apiError {
 	if creds == nil {
 		return nil
 	}
-	auth := r.Header.Get("Authorization")
+	auth, aerr := parseAuthorization(r.Header.Get("Authorization"))
+	if aerr != nil {
+		return aerr
+	}
+	if auth.scope[0] != creds.AccessKeyID {
+		return errAuthFailure()
+	}
+	amzDate := r.Header.Get("X-Amz-Date")
+	if aerr := checkSigningTime(amzDate, auth.scope[1]); aerr != nil {
+		return aerr
+	}
+	canonical := canonicalRequest(r, auth.signed, body)
+	crHash := sha256.Sum256([]byte(canonical))
+	stringToSign := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, strings.Join(auth.scope[1:], "/"), hex.EncodeToString(crHash[:])}, "\n")
+	key := hmacSHA256([]byte("AWS4"+creds.SecretAccessKey), auth.scope[1])
+	for _, part := range auth.scope[2:] {
+		key = hmacSHA256(key, part)
+	}
+	want := hex.EncodeToString(hmacSHA256(key, stringToSign))
+	if !hmac.Equal([]byte(want), []byte(auth.signature)) {
+		return errAuthFailure()
+	}
+	return nil
+}
+
+func errAuthFailure() *apiError {
+	return newError(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials")
+}
+
+// parseAuthorization reads `AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...`.
+func parseAuthorization(auth string) (sigV4Auth, *apiError) {
 	if auth == "" {
-		return newError(http.StatusUnauthorized, "MissingAuthenticationToken", "Request is missing Authentication Token")
+		return sigV4Auth{}, newError(http.StatusUnauthorized, "MissingAuthenticationToken", "Request is missing Authentication Token")
 	}
 	algo, rest, _ := strings.Cut(auth, " ")
 	if algo != "AWS4-HMAC-SHA256" {
-		return newError(http.StatusBadRequest, "IncompleteSignature", "Unsupported signature algorithm %q.", algo)
+		return sigV4Auth{}, newError(http.StatusBadRequest, "IncompleteSignature", "Unsupported signature algorithm %q.", algo)
 	}
 	fields := map[string]string{}
 	for _, part := range strings.Split(rest, ",") {
@@ -36,19 +74,21 @@ func (s *Server) verifySignature(r *http.Request, body string) *apiError {
 			fields[k] = v
 		}
 	}
-	cred, signed, sig := fields["Credential"], fields["SignedHeaders"], fields["Signature"]
-	if cred == "" || signed == "" || sig == "" {
-		return newError(http.StatusBadRequest, "IncompleteSignature", "Authorization header requires Credential, SignedHeaders and Signature.")
+	cred := fields["Credential"]
+	a := sigV4Auth{signed: fields["SignedHeaders"], signature: fields["Signature"]}
+	if cred == "" || a.signed == "" || a.signature == "" {
+		return a, newError(http.StatusBadRequest, "IncompleteSignature", "Authorization header requires Credential, SignedHeaders and Signature.")
 	}
-	scope := strings.Split(cred, "/")
-	if len(scope) != 5 || scope[4] != "aws4_request" {
-		return newError(http.StatusBadRequest, "IncompleteSignature", "Credential %q is malformed.", cred)
+	a.scope = strings.Split(cred, "/")
+	if len(a.scope) != 5 || a.scope[4] != "aws4_request" {
+		return a, newError(http.StatusBadRequest, "IncompleteSignature", "Credential %q is malformed.", cred)
 	}
-	if scope[0] != creds.AccessKeyID {
-		return newError(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials")
-	}
-	amzDate := r.Header.Get("X-Amz-Date")
-	if len(amzDate) < 8 || amzDate[:8] != scope[1] {
+	return a, nil
+}
+
+// checkSigningTime checks X-Amz-Date against the credential scope's date and the clock.
+func checkSigningTime(amzDate, scopeDate string) *apiError {
+	if len(amzDate) < 8 || amzDate[:8] != scopeDate {
 		return newError(http.StatusBadRequest, "IncompleteSignature", "X-Amz-Date does not match the credential scope date.")
 	}
 	signedAt, err := time.Parse("20060102T150405Z", amzDate)
@@ -59,15 +99,18 @@ func (s *Server) verifySignature(r *http.Request, body string) *apiError {
 	if skew := time.Since(signedAt); skew > maxSignatureSkew || skew < -maxSignatureSkew {
 		return newError(http.StatusBadRequest, "RequestExpired", "Request has expired.")
 	}
+	return nil
+}
 
+// canonicalRequest is SigV4's canonical form of the request, over the headers the client signed.
+func canonicalRequest(r *http.Request, signed, body string) string {
 	payloadHash := r.Header.Get("X-Amz-Content-Sha256")
 	if payloadHash == "" {
 		sum := sha256.Sum256([]byte(body))
 		payloadHash = hex.EncodeToString(sum[:])
 	}
-	names := strings.Split(signed, ";")
 	var canonHeaders strings.Builder
-	for _, name := range names {
+	for _, name := range strings.Split(signed, ";") {
 		var value string
 		switch name {
 		case "host":
@@ -88,19 +131,7 @@ func (s *Server) verifySignature(r *http.Request, body string) *apiError {
 	if path == "" {
 		path = "/"
 	}
-	canonical := strings.Join([]string{r.Method, path, canonicalQuery(r.URL.Query()), canonHeaders.String(), signed, payloadHash}, "\n")
-	crHash := sha256.Sum256([]byte(canonical))
-	stringToSign := strings.Join([]string{"AWS4-HMAC-SHA256", amzDate, strings.Join(scope[1:], "/"), hex.EncodeToString(crHash[:])}, "\n")
-
-	key := hmacSHA256([]byte("AWS4"+creds.SecretAccessKey), scope[1])
-	for _, part := range scope[2:] {
-		key = hmacSHA256(key, part)
-	}
-	want := hex.EncodeToString(hmacSHA256(key, stringToSign))
-	if !hmac.Equal([]byte(want), []byte(sig)) {
-		return newError(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials")
-	}
-	return nil
+	return strings.Join([]string{r.Method, path, canonicalQuery(r.URL.Query()), canonHeaders.String(), signed, payloadHash}, "\n")
 }
 
 func hmacSHA256(key []byte, data string) []byte {

@@ -126,66 +126,31 @@ func (s *Server) checkToken(f *form) (existing string, aerr *apiError) {
 	return prev.ResourceID, nil
 }
 
+// createVolume goes in EC2's order: the configuration, its source snapshot and options, then DryRun, the
+// ClientToken and the quota, and last the volume and its file.
 func (s *Server) createVolume(r *request) (any, *apiError) {
-	f := r.form
-	sp, aerr := readSpec(f)
+	sp, aerr := readSpec(r.form)
 	if aerr != nil {
 		return nil, aerr
 	}
 	if sp.Type == "" {
 		sp.Type = "gp2"
 	}
-	zone, aerr := s.readZone(f)
+	zone, aerr := s.readZone(r.form)
 	if aerr != nil {
 		return nil, aerr
 	}
-	_, sizeSet, _ := f.integer("Size")
-	var src *snapshot
-	if id := f.str("SnapshotId"); id != "" {
-		if src, aerr = s.lookupSnapshot(id, "snapshotId"); aerr != nil {
-			return nil, aerr
-		}
-		if src.status(r.now) != "completed" {
-			return nil, errIncorrectState("Snapshot is in invalid state - %s", src.status(r.now))
-		}
-		if !sizeSet {
-			sp.Size = src.VolumeSize
-		} else if sp.Size < src.VolumeSize {
-			return nil, errInvalidValue("Volume of %dGiB is smaller than snapshot '%s', expect size >= %dGiB", sp.Size, id, src.VolumeSize)
-		}
-	} else if !sizeSet {
-		return nil, errMissing("size")
+	src, aerr := s.readSourceSnapshot(r, &sp)
+	if aerr != nil {
+		return nil, aerr
 	}
 	iops, tput, aerr := sp.resolve()
 	if aerr != nil {
 		return nil, aerr
 	}
-	encrypted, aerr := f.boolean("Encrypted")
+	opts, aerr := s.readCreateOptions(r.form, src)
 	if aerr != nil {
 		return nil, aerr
-	}
-	kms := f.str("KmsKeyId")
-	if kms != "" && !encrypted {
-		return nil, newError(http.StatusBadRequest, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
-	}
-	if src != nil {
-		encrypted, kms = s.encryption(encrypted, kms, src.Encrypted, src.KmsKeyID)
-	} else {
-		encrypted, kms = s.encryption(encrypted, kms, false, "")
-	}
-	outpost := f.str("OutpostArn")
-	if outpost != "" && !strings.HasPrefix(outpost, "arn:aws:outposts:") {
-		return nil, errInvalidValue("Value (%s) for parameter outpostArn is invalid.", outpost)
-	}
-	if rate, set, aerr := f.integer("VolumeInitializationRate"); aerr != nil {
-		return nil, aerr
-	} else if set {
-		if src == nil {
-			return nil, errCombination("The parameter volumeInitializationRate requires the parameter snapshotId.")
-		}
-		if rate < 100 || rate > 300 {
-			return nil, errInvalidValue("Volume initialization rate of %d MiB/s is invalid; it must be between 100 and 300 MiB/s.", rate)
-		}
 	}
 	tags, prev, aerr := s.beginNewVolume(r)
 	if aerr != nil {
@@ -198,13 +163,89 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 	if aerr := s.checkVolumeQuota(sp.Type, sp.Size); aerr != nil {
 		return nil, aerr
 	}
-
 	v := &volume{
 		ID: newID("vol"), Zone: zone, Type: sp.Type, Size: sp.Size, Iops: iops, Throughput: tput,
-		Encrypted: encrypted, KmsKeyID: kms, MultiAttach: sp.MultiAttach, OutpostArn: outpost, Tags: tags,
+		Encrypted: opts.encrypted, KmsKeyID: opts.kms, MultiAttach: sp.MultiAttach, OutpostArn: opts.outpost, Tags: tags,
 		CreateTime: r.now, ReadyAt: r.now.Add(s.scaled(jitter(createMin, createMax))),
 	}
 	v.InitializedAt = v.ReadyAt
+	if aerr := s.makeVolumeFile(v, src); aerr != nil {
+		return nil, aerr
+	}
+	s.addVolume(r, v)
+	x := s.volumeXML(v, r.now)
+	return &x, nil
+}
+
+// readSourceSnapshot reads SnapshotId, if set: the snapshot must be completed, and the volume's size defaults to
+// the snapshot's and may not be smaller. Without a snapshot the size is required.
+func (s *Server) readSourceSnapshot(r *request, sp *volumeSpec) (*snapshot, *apiError) {
+	_, sizeSet, _ := r.form.integer("Size")
+	id := r.form.str("SnapshotId")
+	if id == "" {
+		if !sizeSet {
+			return nil, errMissing("size")
+		}
+		return nil, nil
+	}
+	src, aerr := s.lookupSnapshot(id, "snapshotId")
+	if aerr != nil {
+		return nil, aerr
+	}
+	if st := src.status(r.now); st != "completed" {
+		return nil, errIncorrectState("Snapshot is in invalid state - %s", st)
+	}
+	if !sizeSet {
+		sp.Size = src.VolumeSize
+	} else if sp.Size < src.VolumeSize {
+		return nil, errInvalidValue("Volume of %dGiB is smaller than snapshot '%s', expect size >= %dGiB", sp.Size, id, src.VolumeSize)
+	}
+	return src, nil
+}
+
+// createOptions are a new volume's settings beyond its configuration.
+type createOptions struct {
+	encrypted    bool
+	kms, outpost string
+}
+
+// readCreateOptions reads encryption (inherited from an encrypted source snapshot), the Outpost and the
+// initialization rate, which only a volume restored from a snapshot may have.
+func (s *Server) readCreateOptions(f *form, src *snapshot) (createOptions, *apiError) {
+	var o createOptions
+	var aerr *apiError
+	if o.encrypted, aerr = f.boolean("Encrypted"); aerr != nil {
+		return o, aerr
+	}
+	o.kms = f.str("KmsKeyId")
+	if o.kms != "" && !o.encrypted {
+		return o, newError(http.StatusBadRequest, "InvalidParameterDependency", "The parameter KmsKeyId requires the parameter Encrypted to be set.")
+	}
+	if src != nil {
+		o.encrypted, o.kms = s.encryption(o.encrypted, o.kms, src.Encrypted, src.KmsKeyID)
+	} else {
+		o.encrypted, o.kms = s.encryption(o.encrypted, o.kms, false, "")
+	}
+	o.outpost = f.str("OutpostArn")
+	if o.outpost != "" && !strings.HasPrefix(o.outpost, "arn:aws:outposts:") {
+		return o, errInvalidValue("Value (%s) for parameter outpostArn is invalid.", o.outpost)
+	}
+	rate, set, aerr := f.integer("VolumeInitializationRate")
+	if aerr != nil || !set {
+		return o, aerr
+	}
+	if src == nil {
+		return o, errCombination("The parameter volumeInitializationRate requires the parameter snapshotId.")
+	}
+	if rate < 100 || rate > 300 {
+		return o, errInvalidValue("Volume initialization rate of %d MiB/s is invalid; it must be between 100 and 300 MiB/s.", rate)
+	}
+	return o, nil
+}
+
+// makeVolumeFile creates the new volume's sparse file, a copy of the snapshot's when it has one, which then
+// also sets when the restored volume is fully initialized.
+func (s *Server) makeVolumeFile(v *volume, src *snapshot) *apiError {
 	var err error
 	if src != nil {
 		v.SnapshotID = src.ID
@@ -215,11 +256,9 @@ func (s *Server) createVolume(r *request) (any, *apiError) {
 	}
 	if err != nil {
 		s.log.Error(err, "Creating volume file", "volume", v.ID)
-		return nil, errInternal()
+		return errInternal()
 	}
-	s.addVolume(r, v)
-	x := s.volumeXML(v, r.now)
-	return &x, nil
+	return nil
 }
 
 // encryption settles a new volume's encryption: one made from an encrypted source is encrypted, with the source's key
