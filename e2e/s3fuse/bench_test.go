@@ -354,18 +354,7 @@ func peerProcess(t *testing.T, cmd *exec.Cmd, dir string) int {
 		_ = unmount(dir)
 		c.reap(30 * time.Second)
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !isMounted(dir) {
-		select {
-		case <-c.done:
-			t.Fatalf("%s exited before mounting: %s", cmd.Path, c.output.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not mount in 30s: %s", cmd.Path, c.output.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.waitMounted(t, dir, nil)
 	return cmd.Process.Pid
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -102,8 +103,11 @@ func measureCPU(t *testing.T, name string, fusePid, srvPid int, work func()) cpu
 				t.Fatal(err)
 			}
 			perfs = append(perfs, perf)
+			// Work done before perf has attached would be missing from the profile.
+			rig.Eventually(t, context.Background(), 30*time.Second, "perf to attach to "+who, func(context.Context) (bool, error) {
+				return perfAttached(perf.Process.Pid)
+			})
 		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	self := os.Getpid()
 	f0, ff0, _ := cpuTime(fusePid)
@@ -120,6 +124,21 @@ func measureCPU(t *testing.T, name string, fusePid, srvPid int, work func()) cpu
 		_ = perf.Wait()
 	}
 	return cpuSpent{fuse: f1 - f0, server: s1 - s0, app: a1 - a0, wall: wall, fuseFaults: ff1 - ff0}
+}
+
+// perfAttached reports whether perf record has opened its perf_event descriptors, which it does once it
+// has attached to the process it records.
+func perfAttached(perfPid int) (bool, error) {
+	fds, err := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", perfPid))
+	if err != nil {
+		return false, err
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err == nil && target == "anon_inode:[perf_event]" {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("perf (pid %d) has no perf_event descriptor yet", perfPid)
 }
 
 // TestBenchS3FuseCPU reports where the CPU of a 256 MiB sequential read and write through s3-fuse

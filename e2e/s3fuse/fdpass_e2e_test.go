@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -58,18 +59,17 @@ func TestE2EFDPassingToAnUnprivilegedServer(t *testing.T) {
 	// The parent keeps no copy of the fd, as the node plugin closes its own after sending it.
 	_ = fuseDev.Close()
 
-	var b []byte
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, err = os.ReadFile(filepath.Join(dir, "hello.txt"))
-		if err == nil || time.Now().After(deadline) {
-			break
+	// The mount exists before s3-fuse serves it: reads fail until s3-fuse has taken the fd over.
+	rig.Eventually(t, c.whileRunning(t), 30*time.Second, "a read through the fd-passed mount", func(context.Context) (bool, error) {
+		b, err := os.ReadFile(filepath.Join(dir, "hello.txt"))
+		if err != nil {
+			return false, err
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil || string(b) != "from S3" {
-		t.Fatalf("read through the fd-passed mount = %q, %v", b, err)
-	}
+		if string(b) != "from S3" {
+			return false, fmt.Errorf("read %q, want %q", b, "from S3")
+		}
+		return true, nil
+	})
 	if err := os.WriteFile(filepath.Join(dir, "written.txt"), []byte("by uid 65534"), 0o644); err != nil {
 		t.Fatal(err)
 	}

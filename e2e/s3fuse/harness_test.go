@@ -152,21 +152,45 @@ func mountBinary(t testing.TB, binary string, srv *s3server.Server, bucket strin
 	cmd.Env = srv.Env()
 	m := &mount{Dir: dir, fuseClient: startClient(t, cmd)}
 	t.Cleanup(func() { m.stop(t) })
-	deadline := time.Now().Add(30 * time.Second)
 	// Ready = in the mount table and s3-fuse has said it serves (go-fuse has finished its own start-up
 	// accesses to the mount, which would make an immediate umount EBUSY).
-	for !isMounted(dir) || !strings.Contains(m.output.String(), `"serving"`) {
+	m.waitMounted(t, dir, func() bool { return strings.Contains(m.output.String(), `"serving"`) })
+	return m
+}
+
+// mountTimeout bounds how long a FUSE client may take to mount.
+const mountTimeout = 30 * time.Second
+
+// waitMounted waits until dir is in the mount table and ready() (nil: no further condition) holds, and
+// fails the test, with the client's output, once the client has exited or mountTimeout has passed.
+func (c *fuseClient) waitMounted(t testing.TB, dir string, ready func() bool) {
+	t.Helper()
+	rig.Eventually(t, c.whileRunning(t), mountTimeout, c.cmd.Path+" to mount "+dir, func(context.Context) (bool, error) {
 		select {
-		case <-m.done:
-			t.Fatalf("s3-fuse exited before mounting: %s", m.output.String())
+		case <-c.done:
+			return false, fmt.Errorf("exited before mounting: %s", c.output.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not mounted after 30s: %s", dir, m.output.String())
+		if !isMounted(dir) || ready != nil && !ready() {
+			return false, fmt.Errorf("not mounted yet: %s", c.output.String())
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return m
+		return true, nil
+	})
+}
+
+// whileRunning returns a context that ends when the client exits (or the test ends), so a wait for
+// something the client should do stops as soon as it can no longer happen.
+func (c *fuseClient) whileRunning(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx
 }
 
 // stop unmounts and reaps the process: umount, then lazy umount, then SIGKILL.

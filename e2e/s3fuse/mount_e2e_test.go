@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -177,14 +178,10 @@ func TestE2EBackgroundModeReturnsOnceMounted(t *testing.T) {
 	if err := syscall.Unmount(dir, 0); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("background s3-fuse (pid %d) still running after umount", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// On failure the cleanup above kills the process.
+	rig.Eventually(t, context.Background(), 20*time.Second, fmt.Sprintf("background s3-fuse (pid %d) to exit after umount", pid), func(context.Context) (bool, error) {
+		return syscall.Kill(pid, 0) != nil, nil
+	})
 }
 
 // fuseServerPID finds the s3-fuse process serving dir (its command line names dir).

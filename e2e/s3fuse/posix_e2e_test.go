@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 )
 
@@ -100,18 +101,16 @@ func TestE2EPosixOperations(t *testing.T) {
 		{name: "touch creates an empty file", want: 0,
 			op: func(d string) error { return exec.Command("touch", filepath.Join(d, "empty.txt")).Run() },
 			check: func(t *testing.T, d string) {
-				deadline := time.Now().Add(10 * time.Second)
-				for {
+				rig.Eventually(t, ctx, 10*time.Second, "empty.txt in S3 after touch", func(ctx context.Context) (bool, error) {
 					got, err := srv.GetObject(ctx, bucket, "empty.txt")
-					if err == nil && len(got) == 0 {
-						return
+					if err != nil {
+						return false, err
 					}
-					if time.Now().After(deadline) {
-						t.Errorf("empty.txt not in S3 10s after touch: %q, %v", got, err)
-						return
+					if len(got) != 0 {
+						return false, fmt.Errorf("empty.txt holds %q", got)
 					}
-					time.Sleep(20 * time.Millisecond)
-				}
+					return true, nil
+				})
 			}},
 		{name: "readdir lists files and directories", want: 0, op: func(d string) error {
 			ents, err := os.ReadDir(d)

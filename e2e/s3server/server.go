@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 )
@@ -104,22 +106,29 @@ func start(bin, dir string) (*Server, error) {
 	return nil, lastErr
 }
 
+// waitPort waits until the server accepts connections on port, and gives up at once if it has exited.
+// It polls with the primitive rig.Eventually uses, which returns an error instead of failing a test, as
+// start retries on another port.
 func waitPort(port int, exited <-chan struct{}) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-exited:
-			return fmt.Errorf("process exited")
+			return false, errors.New("process exited")
 		default:
 		}
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			_ = c.Close()
-			return nil
+		if err != nil {
+			lastErr = err
+			return false, nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		_ = c.Close()
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("port %d not open: %w (last dial error: %v)", port, err, lastErr)
 	}
-	return fmt.Errorf("port %d not open after 30s", port)
+	return nil
 }
 
 // Stop ends the server (SIGTERM, SIGKILL after 5s) and waits for it.
