@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stowage-csi/stowage/provisioner/internal/provision"
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -66,7 +68,8 @@ func (r *recorder) count(m map[string]int, k string) int {
 	return m[k]
 }
 
-func start(t *testing.T, r *recorder, kube *fake.Clientset) {
+// start runs a Controller over informers of kube with r until the test ends; wrap, if set, wraps the claim queue.
+func start(t *testing.T, r *recorder, kube *fake.Clientset, wrap func(workqueue.Queue[string]) workqueue.Queue[string]) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(kube, 0)
@@ -79,6 +82,9 @@ func start(t *testing.T, r *recorder, kube *fake.Clientset) {
 		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: 5 * time.Millisecond, RetryIntervalMax: 20 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if wrap != nil {
+		q.Claims = wrap(q.Claims)
 	}
 	c, err := New(Config{Workers: 2, CloneWorkers: 1, SlowRetry: time.Hour}, r, Informers{
 		Claims:      factory.Core().V1().PersistentVolumeClaims().Informer(),
@@ -100,39 +106,71 @@ func newRecorder() *recorder {
 	return &recorder{claims: map[string]int{}, volumes: map[string]int{}, sources: map[string]int{}}
 }
 
-func eventually(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+// waitTimeout bounds every wait for the controller: generous, since it only matters when a test fails.
+const waitTimeout = 10 * time.Second
+
+// retryQueue records how the controller asks for an item to be retried, and when it forgets one.
+type retryQueue struct {
+	workqueue.Queue[string]
+	mu    sync.Mutex
+	calls []string
 }
 
+func (q *retryQueue) record(call string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.calls = append(q.calls, call)
+}
+
+func (q *retryQueue) AddRateLimited(key string) {
+	q.record("AddRateLimited " + key)
+	q.Queue.AddRateLimited(key)
+}
+
+func (q *retryQueue) AddAfter(key string, d time.Duration) {
+	q.record(fmt.Sprintf("AddAfter %s %s", key, d))
+	q.Queue.AddAfter(key, d)
+}
+
+func (q *retryQueue) Forget(key string) {
+	q.record("Forget " + key)
+	q.Queue.Forget(key)
+}
+
+func (q *retryQueue) recorded() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.calls)
+}
+
+// After a failed sync the controller either backs off from retry-interval-start (an ordinary error) or, for an
+// error retrying soon will not fix, queues one retry after SlowRetry and forgets the backoff. The test reads what
+// the controller asked of the queue after the first sync, up to the Forget or AddRateLimited that ends it.
 func TestSlowErrorsAreNotRetriedSoon(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		err      error
-		wantMany bool
+		name string
+		err  error
+		want []string
 	}{
-		{"ordinary error backs off from retry-interval-start", errors.New("boom"), true},
-		{"slow error waits retry-interval-max", provision.Slow(errors.New("bad parameter")), false},
+		{"ordinary error backs off from retry-interval-start", errors.New("boom"), []string{"AddRateLimited ns/data"}},
+		{"slow error waits retry-interval-max", provision.Slow(errors.New("bad parameter")), []string{"AddAfter ns/data 1h0m0s", "Forget ns/data"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRecorder()
 			r.claimErr = tc.err
 			kube := fake.NewClientset(testutil.Claim("ns", "data", "uid-1", "fast", "1Gi"))
-			start(t, r, kube)
-			if tc.wantMany {
-				eventually(t, "retries", func() bool { return r.count(r.claims, "data") >= 3 })
-				return
+			q := &retryQueue{}
+			start(t, r, kube, func(claims workqueue.Queue[string]) workqueue.Queue[string] { q.Queue = claims; return q })
+			var got []string
+			sharedtestutil.Eventually(t, waitTimeout, "the first sync's retry", func() (bool, error) {
+				got = q.recorded()
+				return len(got) >= len(tc.want), nil
+			})
+			if got = got[:len(tc.want)]; !slices.Equal(got, tc.want) {
+				t.Errorf("queue calls after the first sync %q, want %q", got, tc.want)
 			}
-			eventually(t, "first sync", func() bool { return r.count(r.claims, "data") >= 1 })
-			time.Sleep(300 * time.Millisecond)
-			if n := r.count(r.claims, "data"); n != 1 {
-				t.Errorf("%d syncs in 300ms, want exactly 1 (next one after SlowRetry)", n)
+			if tc.want[0] == "AddRateLimited ns/data" {
+				sharedtestutil.Eventually(t, waitTimeout, "retries", func() (bool, error) { return r.count(r.claims, "data") >= 3, nil })
 			}
 		})
 	}
@@ -149,30 +187,30 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 	va := &storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "va"},
 		Spec: storagev1.VolumeAttachmentSpec{Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}}}
 	kube := fake.NewClientset(clone, pv, va)
-	start(t, r, kube)
-	eventually(t, "claim and clone source synced", func() bool {
-		return r.count(r.claims, "clone") == 1 && r.count(r.sources, "ns/src") == 1 && r.count(r.volumes, pvName) == 1
+	start(t, r, kube, nil)
+	sharedtestutil.Eventually(t, waitTimeout, "claim and clone source synced", func() (bool, error) {
+		return r.count(r.claims, "clone") == 1 && r.count(r.sources, "ns/src") == 1 && r.count(r.volumes, pvName) == 1, nil
 	})
 	ctx := context.Background()
 	if err := kube.StorageV1().VolumeAttachments().Delete(ctx, "va", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "PV requeued after its VolumeAttachment went", func() bool { return r.count(r.volumes, pvName) == 2 })
+	sharedtestutil.Eventually(t, waitTimeout, "PV requeued after its VolumeAttachment went", func() (bool, error) { return r.count(r.volumes, pvName) == 2, nil })
 	if err := kube.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted PV forgotten by its worker", func() bool {
+	sharedtestutil.Eventually(t, waitTimeout, "deleted PV forgotten by its worker", func() (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return fmt.Sprint(r.forgotten) == "[pv-1]"
+		return fmt.Sprint(r.forgotten) == "[pv-1]", nil
 	})
 	if err := kube.CoreV1().PersistentVolumeClaims("ns").Delete(ctx, "clone", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted claim forgotten by its worker", func() bool {
+	sharedtestutil.Eventually(t, waitTimeout, "deleted claim forgotten by its worker", func() (bool, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		return fmt.Sprint(r.forgotten) == "[pv-1 ns/clone]"
+		return fmt.Sprint(r.forgotten) == "[pv-1 ns/clone]", nil
 	})
 }
 
@@ -184,13 +222,13 @@ func TestSourceBindingRequeuesClones(t *testing.T) {
 		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
 	})
 	kube := fake.NewClientset(src, clone)
-	start(t, r, kube)
-	eventually(t, "first sync of the clone", func() bool { return r.count(r.claims, "clone") == 1 })
+	start(t, r, kube, nil)
+	sharedtestutil.Eventually(t, waitTimeout, "first sync of the clone", func() (bool, error) { return r.count(r.claims, "clone") == 1, nil })
 	bound := src.DeepCopy()
 	bound.Status.Phase = v1.ClaimBound
 	bound.Spec.VolumeName = "pv-src"
 	if _, err := kube.CoreV1().PersistentVolumeClaims("ns").Update(context.Background(), bound, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "clone requeued by the binding of its source", func() bool { return r.count(r.claims, "clone") == 2 })
+	sharedtestutil.Eventually(t, waitTimeout, "clone requeued by the binding of its source", func() (bool, error) { return r.count(r.claims, "clone") == 2, nil })
 }
