@@ -1,0 +1,207 @@
+// Package tools builds the binaries of the nested modules beside it into the binary cache. Each folder here is a
+// module of its own that pins one upstream project in its go.mod (the control plane, the S3 server, the
+// upstream sidecars that Stowage's are compared with), built with GOWORK=off so their dependency versions never
+// constrain Stowage's or each other's. A binary is built once per pinned version and then taken from the cache.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/mod/modfile"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
+)
+
+// CacheDirEnv overrides where built binaries are cached (default: <repo root>/.cache).
+const CacheDirEnv = "STOWAGE_CACHE_DIR"
+
+// Module is one nested module under e2e/tools and the binaries it builds.
+type Module struct {
+	Dir      string            // folder under e2e/tools
+	Name     string            // names the cache folder together with the version
+	Requires string            // the dependency whose version names the cache folder
+	Binaries map[string]string // binary name -> package to build
+}
+
+// CSIAttacher is upstream's external-attacher, the peer of Stowage's csi-attacher.
+func CSIAttacher() Module {
+	return Module{
+		Dir: "external-attacher", Name: "external-attacher", Requires: "github.com/kubernetes-csi/external-attacher/v4",
+		Binaries: map[string]string{"csi-attacher": "github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher"},
+	}
+}
+
+// CSIProvisioner is upstream's external-provisioner, the peer of Stowage's csi-provisioner.
+func CSIProvisioner() Module {
+	return Module{
+		Dir: "external-provisioner", Name: "external-provisioner", Requires: "github.com/kubernetes-csi/external-provisioner/v6",
+		Binaries: map[string]string{"csi-provisioner": "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"},
+	}
+}
+
+// CacheDir is $STOWAGE_CACHE_DIR, else <repo root>/.cache.
+func CacheDir(repoRoot string) string {
+	if d := os.Getenv(CacheDirEnv); d != "" {
+		return d
+	}
+	return filepath.Join(repoRoot, ".cache")
+}
+
+// Binary returns the path of one of m's binaries, building it first if the cache lacks it.
+func Binary(ctx context.Context, m Module, name string) (string, error) {
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		return "", err
+	}
+	paths, err := Ensure(ctx, root, CacheDir(root), m)
+	if err != nil {
+		return "", err
+	}
+	p, ok := paths[name]
+	if !ok {
+		return "", fmt.Errorf("module e2e/tools/%s builds no binary %q", m.Dir, name)
+	}
+	return p, nil
+}
+
+// Version is the version of m.Requires that m's go.mod pins.
+func Version(repoRoot string, m Module) (string, error) {
+	gomod, err := os.ReadFile(filepath.Join(repoRoot, "e2e", "tools", m.Dir, "go.mod"))
+	if err != nil {
+		return "", fmt.Errorf("read tools module: %w", err)
+	}
+	v, err := requiredVersion(gomod, m.Requires)
+	if err != nil {
+		return "", fmt.Errorf("e2e/tools/%s/go.mod: %w", m.Dir, err)
+	}
+	return v, nil
+}
+
+// Ensure returns the paths of m's binaries in the cache, building those that are missing. An flock on the
+// cache keeps concurrent test packages from building the same binaries twice.
+func Ensure(ctx context.Context, repoRoot, cache string, m Module) (map[string]string, error) {
+	version, err := Version(repoRoot, m)
+	if err != nil {
+		return nil, err
+	}
+	binDir := filepath.Join(cache, "bin", m.Name+"-"+version)
+	paths := map[string]string{}
+	for name := range m.Binaries {
+		paths[name] = filepath.Join(binDir, name)
+	}
+	if len(missing(paths)) == 0 {
+		return paths, nil
+	}
+	if err := os.MkdirAll(binDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create binary cache: %w", err)
+	}
+	unlock, err := rig.LockFile(ctx, filepath.Join(cache, "bin", ".build.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	// Another process may have built them while this one waited for the lock.
+	todo := missing(paths)
+	if len(todo) == 0 {
+		return paths, nil
+	}
+	pkgs := make([]string, 0, len(todo))
+	for _, name := range todo {
+		pkgs = append(pkgs, m.Binaries[name])
+	}
+	if err := goBuild(ctx, filepath.Join(repoRoot, "e2e", "tools", m.Dir), binDir, todo, pkgs); err != nil {
+		return nil, fmt.Errorf("build %s %s: %w", m.Name, version, err)
+	}
+	return paths, nil
+}
+
+// requiredVersion returns the version of module that a go.mod requires.
+func requiredVersion(gomod []byte, module string) (string, error) {
+	f, err := modfile.Parse("go.mod", gomod, nil)
+	if err != nil {
+		return "", fmt.Errorf("parse: %w", err)
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("does not require %s", module)
+}
+
+// missing returns the sorted names whose files do not exist.
+func missing(paths map[string]string) []string {
+	var out []string
+	for name, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// goBuild builds pkgs of the module in modDir into a scratch folder and renames each binary into binDir,
+// so a killed build never leaves a half-written binary that later runs would take as built.
+func goBuild(ctx context.Context, modDir, binDir string, names, pkgs []string) error {
+	logger := klog.FromContext(ctx)
+	scratch, err := os.MkdirTemp(filepath.Dir(binDir), ".build-")
+	if err != nil {
+		return fmt.Errorf("create build dir: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+
+	// No VCS stamp: the binaries are the same wherever the repository is checked out. Static, so a binary
+	// built on one machine of this kind runs on the next.
+	args := append([]string{"build", "-trimpath", "-buildvcs=false", "-o", scratch + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+
+	logger.Info("Building tool binaries; a cold Go build cache takes minutes per binary on 2 cores",
+		"binaries", names, "module", modDir, "into", binDir)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start go build: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(30 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if ctx.Err() != nil {
+				return fmt.Errorf("go build stopped after %s (a cold build needs more time; go test's default -timeout is 10m): %w",
+					time.Since(start).Round(time.Second), ctx.Err())
+			}
+			if err != nil {
+				return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out.String())
+			}
+			for _, name := range names {
+				if err := os.Rename(filepath.Join(scratch, name), filepath.Join(binDir, name)); err != nil {
+					return fmt.Errorf("install %s: %w", name, err)
+				}
+			}
+			logger.Info("Built tool binaries", "binaries", names, "took", time.Since(start).Round(time.Second))
+			return nil
+		case <-tick.C:
+			logger.Info("Still building tool binaries", "binaries", names, "elapsed", time.Since(start).Round(time.Second))
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
+)
+
+// TestPeersPinReleasesAndImportTheirBinaries checks each upstream peer's module requires a release of the
+// project (the version names the cache folder, and the figures say which release they compare with), has a
+// go.sum (a reproducible build), and imports every package it builds (so `go mod tidy` keeps them).
+func TestPeersPinReleasesAndImportTheirBinaries(t *testing.T) {
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []Module{CSIAttacher(), CSIProvisioner()} {
+		v, err := Version(root, m)
+		if err != nil {
+			t.Errorf("%s: %v", m.Name, err)
+			continue
+		}
+		if !semver.IsValid(v) || semver.Prerelease(v) != "" {
+			t.Errorf("%s pins %s %s, want a release", m.Dir, m.Requires, v)
+		}
+		dir := filepath.Join(root, "e2e", "tools", m.Dir)
+		if _, err := os.Stat(filepath.Join(dir, "go.sum")); err != nil {
+			t.Errorf("%s has no go.sum: %v", m.Dir, err)
+		}
+		src, err := os.ReadFile(filepath.Join(dir, "tools.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, pkg := range m.Binaries {
+			if !strings.Contains(string(src), `"`+pkg+`"`) {
+				t.Errorf("%s/tools.go does not import %s, the package of %s", m.Dir, pkg, name)
+			}
+		}
+	}
+}
+
+func TestRequiredVersion(t *testing.T) {
+	gomod := []byte("module example.com/t\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/a/b v1.2.3\n\tgithub.com/c/d v0.1.0 // indirect\n)\n")
+	if v, err := requiredVersion(gomod, "github.com/c/d"); err != nil || v != "v0.1.0" {
+		t.Errorf("requiredVersion(c/d) = %q, %v; want v0.1.0", v, err)
+	}
+	if _, err := requiredVersion(gomod, "github.com/x/y"); err == nil || !strings.Contains(err.Error(), "github.com/x/y") {
+		t.Errorf("requiredVersion of a module not required = %v, want an error naming it", err)
+	}
+}
+
+func TestMissingListsAbsentFilesSorted(t *testing.T) {
+	dir := t.TempDir()
+	present := filepath.Join(dir, "present")
+	if err := os.WriteFile(present, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got := missing(map[string]string{"z": filepath.Join(dir, "z"), "present": present, "a": filepath.Join(dir, "a")})
+	if strings.Join(got, ",") != "a,z" {
+		t.Errorf("missing() = %v, want [a z]", got)
+	}
+}
