@@ -50,54 +50,79 @@ func median(xs []float64) float64 {
 
 func mibps(n int64, d time.Duration) float64 { return float64(n) / (1 << 20) / d.Seconds() }
 
+// benchInput is what every client of TestBenchS3Fuse reads and writes.
+type benchInput struct {
+	bucket string
+	// data is the object seq.bin in the bucket and src, the file the FUSE clients copy in; want is its
+	// SHA-256.
+	data []byte
+	src  string
+	want [32]byte
+	// offsets are the random 4 KiB reads, the same for every client.
+	offsets []int64
+}
+
 // TestBenchS3Fuse measures 256 MiB sequential read and write and 4 KiB random reads through s3-fuse,
 // against the aws-sdk-go-v2 download/upload manager on the same versitygw (the limit), s3fs and
 // rclone mount. It prints a table with ratios; nothing is asserted about timing.
 func TestBenchS3Fuse(t *testing.T) {
 	srv := s3server.Start(t)
-	ctx := context.Background()
-	bucket := newBucket(t, srv)
-	src := filepath.Join(t.TempDir(), "src.bin")
-	data := make([]byte, benchSize)
-	rand.New(rand.NewSource(256)).Read(data)
-	if err := os.WriteFile(src, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	want := sha256.Sum256(data)
-	if err := sdkUpload(ctx, srv.Client, bucket, "seq.bin", data, 16<<20); err != nil {
-		t.Fatal(err)
-	}
-	offsets := make([]int64, randomReads)
-	rng := rand.New(rand.NewSource(4))
-	for i := range offsets {
-		offsets[i] = rng.Int63n(benchSize/randomSize) * randomSize
-	}
+	in := newBenchInput(t, srv)
+	ensurePeers(t)
+	clients := benchClients(srv, in)
+	samples := runBenchRounds(t, srv, in, clients)
+	printBenchResults(clients, samples)
+}
 
+// newBenchInput stores the benchmark's object in a new bucket and in a local file.
+func newBenchInput(t *testing.T, srv *s3server.Server) benchInput {
+	in := benchInput{bucket: newBucket(t, srv), src: filepath.Join(t.TempDir(), "src.bin"), data: make([]byte, benchSize)}
+	rand.New(rand.NewSource(256)).Read(in.data)
+	if err := os.WriteFile(in.src, in.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in.want = sha256.Sum256(in.data)
+	if err := sdkUpload(context.Background(), srv.Client, in.bucket, "seq.bin", in.data, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	in.offsets = make([]int64, randomReads)
+	rng := rand.New(rand.NewSource(4))
+	for i := range in.offsets {
+		in.offsets[i] = rng.Int63n(benchSize/randomSize) * randomSize
+	}
+	return in
+}
+
+// benchClients are the rows of the table: the SDK's limit, then the FUSE clients.
+func benchClients(srv *s3server.Server, in benchInput) []benchClient {
 	// The limit without checksums (what s3-fuse does), and with the SDK's defaults: CRC32 trailers on
 	// uploads. (The SDK does not validate checksums of ranged GETs, so the two read alike.)
 	crc := s3.New(srv.Client.Options(), func(o *s3.Options) {
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenSupported
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenSupported
 	})
-	ensurePeers(t)
-	clients := []benchClient{
+	return []benchClient{
 		{name: "aws-sdk-go-v2 manager (limit)", raw: srv.Client},
 		// What an application that allocates its destination pays: the page faults of 256 MiB.
 		{name: "  same, fresh buffer each", raw: srv.Client, fresh: true},
 		{name: "  same, default checksums", raw: crc},
 		// FUSE alone: the object served from this process's memory, no S3.
-		{name: "FUSE from memory (no S3)", readOnly: true, mount: func(t *testing.T) (string, int) { return mountMemory(t, data), 0 }},
+		{name: "FUSE from memory (no S3)", readOnly: true, mount: func(t *testing.T) (string, int) { return mountMemory(t, in.data), 0 }},
 		{name: "s3-fuse", mount: func(t *testing.T) (string, int) {
-			m := mountBucket(t, srv, bucket, "--allow-overwrite")
+			m := mountBucket(t, srv, in.bucket, "--allow-overwrite")
 			return m.Dir, m.cmd.Process.Pid
 		}},
-		{name: "s3fs 1.90", mount: func(t *testing.T) (string, int) { return mountS3fs(t, srv, bucket) }},
+		{name: "s3fs 1.90", mount: func(t *testing.T) (string, int) { return mountS3fs(t, srv, in.bucket) }},
 		// rclone writes at ~18 MiB/s on the benchmark's 2 cores; one round is enough to place it.
-		{name: "rclone mount 1.60", rounds: 1, mount: func(t *testing.T) (string, int) { return mountRclone(t, srv, bucket) }},
+		{name: "rclone mount 1.60", rounds: 1, mount: func(t *testing.T) (string, int) { return mountRclone(t, srv, in.bucket) }},
 	}
+}
+
+// runBenchRounds measures every client benchRuns times (or its own rounds) and returns the samples, one
+// entry per client. Rounds run every client back to back, so each sees the same machine load (other
+// builds share the 2 cores).
+func runBenchRounds(t *testing.T, srv *s3server.Server, in benchInput, clients []benchClient) []samples3 {
 	srvPid := serverPid(t, srv)
-	// Rounds run every client back to back, so each sees the same machine load (other builds share
-	// the 2 cores); the table shows each client's median over the rounds.
 	samples := make([]samples3, len(clients))
 	// The limit downloads into one buffer for the whole run: a fresh 256 MiB buffer charges it 65,536
 	// page faults, more or fewer depending on what memory the Go heap happens to recycle (the
@@ -115,9 +140,9 @@ func TestBenchS3Fuse(t *testing.T) {
 					if c.fresh {
 						into = nil
 					}
-					m = rawSDK(t, c.raw, srvPid, bucket, data, into, offsets)
+					m = rawSDK(t, c.raw, srvPid, in.bucket, in.data, into, in.offsets)
 				} else {
-					m = measureMount(t, c, srvPid, src, want, offsets, round)
+					m = measureMount(t, c, srvPid, in.src, in.want, in.offsets, round)
 				}
 				samples[i].read = append(samples[i].read, m.read)
 				samples[i].write = append(samples[i].write, m.write)
@@ -126,6 +151,11 @@ func TestBenchS3Fuse(t *testing.T) {
 			})
 		}
 	}
+	return samples
+}
+
+// printBenchResults prints each client's median over the rounds, then every round.
+func printBenchResults(clients []benchClient, samples []samples3) {
 	var rows []result
 	for i, c := range clients {
 		r := result{name: c.name}
