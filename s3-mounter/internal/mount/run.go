@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
@@ -50,16 +51,39 @@ func (c cachedClient) GetRange(ctx context.Context, obj prefetch.Object, off int
 	return c.getter.GetRange(ctx, obj, off, dst)
 }
 
+// unmountWait bounds how long Run waits for go-fuse to finish serving after the unmount it asked for.
+const unmountWait = 10 * time.Second
+
 // Run mounts per cfg and serves until unmount or ctx ends. ready is called once: with nil when the
 // filesystem is serving, or with the error that prevented it.
 func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error) {
-	logger := klog.FromContext(ctx)
 	readyCalled := false
 	defer func() {
 		if !readyCalled {
 			ready(err)
 		}
 	}()
+	client, err := connect(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fsClient, closeCache, err := filesystemClient(cfg, client)
+	if err != nil {
+		return err
+	}
+	defer closeCache()
+	srv, err := mountFilesystem(ctx, cfg, client, fsClient)
+	if err != nil {
+		return err
+	}
+	klog.FromContext(ctx).Info("serving", "bucket", cfg.Bucket, "prefix", cfg.Prefix, "mountpoint", cfg.MountPoint)
+	readyCalled = true
+	ready(nil)
+	return serve(ctx, cfg, srv)
+}
+
+// connect builds the S3 client and checks that the bucket answers.
+func connect(ctx context.Context, cfg *options.Config) (*s3client.Client, error) {
 	client, err := s3client.New(ctx, s3client.Options{
 		Bucket: cfg.Bucket, Region: cfg.Region, EndpointURL: cfg.EndpointURL, ForcePathStyle: cfg.ForcePathStyle,
 		NoSignRequest: cfg.NoSignRequest, UserAgentPrefix: cfg.UserAgentPrefix, StorageClass: cfg.StorageClass,
@@ -67,25 +91,31 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 		MaxBytesPerSecond: s3client.GbpsToBytes(cfg.MaximumThroughputGbps),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	hctx, cancel := context.WithTimeout(ctx, headBucketTimeout)
-	err = client.HeadBucket(hctx)
-	cancel()
+	defer cancel()
+	if err := client.HeadBucket(hctx); err != nil {
+		return nil, fmt.Errorf("bucket %s is not accessible: %s (%w)", cfg.Bucket, s3client.ToErrno(err), err)
+	}
+	return client, nil
+}
+
+// filesystemClient returns the client the filesystem reads through: client itself, or with --cache the
+// block cache in front of it. The returned function removes the cache.
+func filesystemClient(cfg *options.Config, client *s3client.Client) (s3fs.Client, func(), error) {
+	if cfg.CacheDir == "" {
+		return client, func() {}, nil
+	}
+	c, err := cache.New(cfg.CacheDir, cfg.MaxCacheSizeMiB<<20)
 	if err != nil {
-		return fmt.Errorf("bucket %s is not accessible: %s (%w)", cfg.Bucket, s3client.ToErrno(err), err)
+		return nil, nil, err
 	}
+	return cachedClient{Client: client, getter: cache.Getter{Next: client, Cache: c}}, func() { _ = c.Close() }, nil
+}
 
-	var fsClient s3fs.Client = client
-	if cfg.CacheDir != "" {
-		c, err := cache.New(cfg.CacheDir, cfg.MaxCacheSizeMiB<<20)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = c.Close() }()
-		fsClient = cachedClient{Client: client, getter: cache.Getter{Next: client, Cache: c}}
-	}
-
+// mountFilesystem mounts the filesystem at cfg.MountPoint (a directory, or a /dev/fd/N handed over).
+func mountFilesystem(ctx context.Context, cfg *options.Config, client *s3client.Client, fsClient s3fs.Client) (*fuse.Server, error) {
 	fsCfg := FilesystemConfig(cfg)
 	if cfg.CacheDir == "" {
 		// Streamed GETs bypass the block cache, which works part by part.
@@ -97,17 +127,20 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	opts.Logger = klog.NewStandardLogger("WARNING")
 	srv, err := fs.Mount(cfg.MountPoint, root, opts)
 	if err != nil {
-		return fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
+		return nil, fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
 	}
 	if !cfg.IsFDMount() {
 		if err := setReadAhead(cfg.MountPoint, kernelReadAheadKiB); err != nil {
-			logger.V(2).Info("cannot raise the kernel readahead", "err", err)
+			klog.FromContext(ctx).V(2).Info("cannot raise the kernel readahead", "err", err)
 		}
 	}
-	logger.Info("serving", "bucket", cfg.Bucket, "prefix", cfg.Prefix, "mountpoint", cfg.MountPoint)
-	readyCalled = true
-	ready(nil)
+	return srv, nil
+}
 
+// serve waits until the filesystem is unmounted, or until ctx ends and then unmounts it (unless a
+// privileged parent owns the mount).
+func serve(ctx context.Context, cfg *options.Config, srv *fuse.Server) error {
+	logger := klog.FromContext(ctx)
 	done := make(chan struct{})
 	go func() {
 		srv.Wait()
@@ -133,7 +166,8 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	}
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(unmountWait):
+		logger.Info("go-fuse still serving after the unmount; exiting anyway", "mountpoint", cfg.MountPoint, "waited", unmountWait)
 	}
 	return nil
 }
