@@ -4,116 +4,105 @@ package attacher
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
+// oneWorker makes the attacher handle one object at a time per queue, in the order the objects were queued,
+// so that a sentinel object handled after the one under test proves the latter's writes are all made.
+const oneWorker = "--worker-threads=1"
+
 // TestE2EAttacher runs csi-attacher against one real control plane: attach and detach of a Pod's volume
-// with the API writes counted by kube-apiserver's audit log, then leader failover on SIGTERM and SIGKILL.
+// with the API writes counted by kube-apiserver's audit log, leader failover on SIGTERM and SIGKILL, taking
+// over objects upstream's attacher left, and the ListVolumes reconcile.
 func TestE2EAttacher(t *testing.T) {
 	r := startRig(t)
 	t.Run("PodAttachDetachWrites", func(t *testing.T) { testPodAttachDetach(t, r) })
-	t.Run("FailoverSIGTERM", func(t *testing.T) { testFailover(t, r, syscall.SIGTERM) })
-	t.Run("FailoverSIGKILL", func(t *testing.T) { testFailover(t, r, syscall.SIGKILL) })
+	t.Run("FailoverSIGTERM", func(t *testing.T) { testFailover(t, r, failoverTerm) })
+	t.Run("FailoverSIGKILL", func(t *testing.T) { testFailover(t, r, failoverKill) })
 	t.Run("TakeOverFromUpstream", func(t *testing.T) { testTakeOverFromUpstream(t, r) })
 	t.Run("ReconcileRepublishes", func(t *testing.T) { testReconcile(t, r) })
 }
 
+// testPodAttachDetach attaches a Pod's volume through kube-controller-manager and csi-attacher, then detaches
+// it by deleting the Pod, and counts every write to VolumeAttachments and PersistentVolumes on the way.
 func testPodAttachDetach(t *testing.T, r *rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const driver, node, nodeID = "attach.csi.stowage.io", "node-attach", "mock-node-1"
-	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	vol := drv.AddVolume("pv-attach", 1<<30)
-
-	client := r.client
-	n, csiNode := nodeObjects(node, driver, nodeID)
-	pv := csiPV("pv-attach", driver, vol.ID)
-	pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "pvc-attach"}
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pvc-attach"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: new(string),
-			VolumeName:       pv.Name,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	attachRequired := true
-	mustCreate(t, func() error {
-		_, err := client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-			ObjectMeta: metav1.ObjectMeta{Name: driver},
-			Spec:       storagev1.CSIDriverSpec{AttachRequired: &attachRequired},
-		}, metav1.CreateOptions{})
-		return err
-	}, func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
-		func() error {
-			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{})
-			return err
-		})
-	poll(t, ctx, "PVC bound", func(ctx context.Context) (bool, error) {
-		got, err := client.CoreV1().PersistentVolumeClaims("default").Get(ctx, pvc.Name, metav1.GetOptions{})
-		return err == nil && got.Status.Phase == corev1.ClaimBound, nil
-	})
-
+	f := newFixture(t, ctx, r, "attach")
+	vol := f.podVolume("pv-attach", "pvc-attach")
 	endpoint := freePort(t)
-	r.startAttacher(t, "attacher", drv.Endpoint(), "--http-endpoint="+endpoint)
-	auditStart := r.auditWrites(t, "")
+	r.startAttacher(t, "attacher", f.drv.Endpoint(), "--http-endpoint="+endpoint, oneWorker)
 
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-attach"},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name},
-			}}},
-		},
-	}
-	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
+	auditStart := len(r.audit.MustWrites(t))
+	pod := podUsing("default", "pod-attach", f.node, "pvc-attach")
+	f.check(f.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}))
 	var va *storagev1.VolumeAttachment
-	poll(t, ctx, "VolumeAttachment attached", func(ctx context.Context) (bool, error) {
-		list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	var attachWrites, detachWrites []e2erig.AuditWrite
+	if !t.Run("attach: publish context in status, one or two writes, none to the PersistentVolume", func(t *testing.T) {
+		va, attachWrites = checkAttach(f.in(t), vol, auditStart)
+	}) {
+		return
+	}
+	t.Run("metrics and leader health after the attach", func(t *testing.T) { checkMetrics(t, ctx, endpoint, f.driver) })
+	t.Run("detach on Pod deletion: one patch, one ControllerUnpublish", func(t *testing.T) {
+		detachWrites = checkDetach(f.in(t), vol, va, pod)
+	})
+	t.Run("no other component patches VolumeAttachments", func(t *testing.T) {
+		// kube-controller-manager creates and deletes VolumeAttachments but never patches them, so the
+		// counts above are the attacher's alone.
+		for _, w := range append(attachWrites, detachWrites...) {
+			if w.User != attacherUser && strings.HasPrefix(w.Resource, "volumeattachments") && w.Verb != "create" && w.Verb != "delete" {
+				t.Errorf("unexpected VolumeAttachment write by another component: %s", w)
+			}
+		}
+	})
+}
+
+// podVolume creates the driver's CSIDriver (attach required), a volume with a PersistentVolume pre-bound to
+// the claim, and the claim, and waits until the binder bound them: kube-controller-manager attaches only
+// volumes of bound claims.
+func (f *fixture) podVolume(pvName, claimName string) csimock.Volume {
+	f.t.Helper()
+	f.check(f.client.StorageV1().CSIDrivers().Create(f.ctx, newCSIDriver(f.driver, true), metav1.CreateOptions{}))
+	vol, _ := f.volume(pvName, func(pv *corev1.PersistentVolume) {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: claimName}
+	})
+	f.check(f.client.CoreV1().PersistentVolumeClaims("default").Create(f.ctx, boundClaim("default", claimName, pvName), metav1.CreateOptions{}))
+	e2erig.Eventually(f.t, f.ctx, waitTimeout, "claim "+claimName+" bound", func(ctx context.Context) (bool, error) {
+		got, err := f.client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claimName, metav1.GetOptions{})
+		return err == nil && got.Status.Phase == corev1.ClaimBound, err
+	})
+	return vol
+}
+
+// checkAttach waits for the Pod's VolumeAttachment to be attached, then for a sentinel's, and checks the
+// writes made from auditStart on for the attach. It returns the VolumeAttachment and those writes.
+func checkAttach(f *fixture, vol csimock.Volume, auditStart int) (*storagev1.VolumeAttachment, []e2erig.AuditWrite) {
+	t := f.t
+	t.Helper()
+	var va *storagev1.VolumeAttachment
+	e2erig.Eventually(t, f.ctx, waitTimeout, "the Pod's VolumeAttachment attached", func(ctx context.Context) (bool, error) {
+		list, err := f.client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
 		}
 		for i := range list.Items {
-			if list.Items[i].Spec.Attacher == driver && list.Items[i].Status.Attached {
+			if list.Items[i].Spec.Attacher == f.driver && list.Items[i].Status.Attached {
 				va = &list.Items[i]
 				return true, nil
 			}
@@ -126,63 +115,74 @@ func testPodAttachDetach(t *testing.T, r *rig) {
 	if !slices.Contains(va.Finalizers, "external-attacher/attach-csi-stowage-io") {
 		t.Errorf("finalizers = %v, want external-attacher/attach-csi-stowage-io", va.Finalizers)
 	}
-	if got := drv.Volumes(); len(got) != 1 || !slices.Equal(got[0].PublishedNodes, []string{nodeID}) {
-		t.Errorf("driver volumes = %+v, want %s published to %s", got, vol.ID, nodeID)
-	}
-	// Writes come with their audit event before the response; give a duplicate write time to show up.
-	time.Sleep(3 * time.Second)
-	attachWrites := since(auditStart, r.auditWrites(t, ""))
-	t.Logf("writes to VolumeAttachments and PersistentVolumes during attach:\n  %s", strings.Join(attachWrites, "\n  "))
-	byAttacher := writesBy(attachWrites, attacherUser)
+	const sentinel = "attach-sentinel-1"
+	writes := without(f.attachSentinel(sentinel)[auditStart:], sentinel)
+	t.Logf("writes to VolumeAttachments and PersistentVolumes during attach:\n  %s", strings.Join(e2erig.Strings(writes), "\n  "))
+	byAttacher := e2erig.Filter(writes, e2erig.ByUser(attacherUser))
 	if len(byAttacher) == 0 || len(byAttacher) > 2 {
-		t.Errorf("csi-attacher made %d writes for the first attach, want 1 or 2 (upstream: 3): %q", len(byAttacher), byAttacher)
+		t.Errorf("csi-attacher made %d writes for the first attach, want 1 or 2 (upstream: 3): %q", len(byAttacher), e2erig.Strings(byAttacher))
 	}
 	for _, w := range byAttacher {
-		if strings.Contains(w, "persistentvolumes") {
+		if strings.HasPrefix(w.Resource, "persistentvolumes") {
 			t.Errorf("csi-attacher wrote a PersistentVolume: %s", w)
 		}
 	}
-	for _, w := range attachWrites {
-		if !strings.Contains(w, attacherUser) && !strings.HasPrefix(w, "create volumeattachments") {
+	for _, w := range writes {
+		if w.User != attacherUser && !(w.Verb == "create" && w.Resource == "volumeattachments") {
 			t.Logf("note: another component wrote during the attach: %s", w)
 		}
 	}
-	if n := drv.Calls(csimock.ControllerPublishVolume); n != 1 {
-		t.Errorf("ControllerPublishVolume calls = %d, want 1", n)
+	if n := f.drv.CallsFor(csimock.ControllerPublishVolume, vol.ID); n != 1 {
+		t.Errorf("ControllerPublishVolume calls for %s = %d, want 1", vol.ID, n)
 	}
-	checkMetrics(t, ctx, endpoint, driver)
+	if v := driverVolume(f, vol.ID); !slices.Equal(v.PublishedNodes, []string{f.nodeID}) {
+		t.Errorf("driver volume %+v, want published to %s", v, f.nodeID)
+	}
+	return va, writes
+}
 
-	// Detach: deleting the Pod makes kube-controller-manager delete the VolumeAttachment.
-	detachStart := r.auditWrites(t, "")
+// checkDetach deletes the Pod, which makes kube-controller-manager delete the VolumeAttachment, waits until it
+// is gone and a sentinel is attached, and checks the writes for the detach, which it returns.
+func checkDetach(f *fixture, vol csimock.Volume, va *storagev1.VolumeAttachment, pod *corev1.Pod) []e2erig.AuditWrite {
+	t := f.t
+	t.Helper()
+	detachStart := len(f.r.audit.MustWrites(t))
 	zero := int64(0)
-	if err := client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := f.client.CoreV1().Pods(pod.Namespace).Delete(f.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "VolumeAttachment gone", func(ctx context.Context) (bool, error) {
-		_, err := client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	time.Sleep(3 * time.Second)
-	detachWrites := since(detachStart, r.auditWrites(t, ""))
-	t.Logf("writes to VolumeAttachments and PersistentVolumes during detach:\n  %s", strings.Join(detachWrites, "\n  "))
-	byAttacher = writesBy(detachWrites, attacherUser)
+	f.waitVAGone(va.Name)
+	const sentinel = "attach-sentinel-2"
+	writes := without(f.attachSentinel(sentinel)[detachStart:], "attach-sentinel-1", sentinel)
+	t.Logf("writes to VolumeAttachments and PersistentVolumes during detach:\n  %s", strings.Join(e2erig.Strings(writes), "\n  "))
+	byAttacher := e2erig.Strings(e2erig.Filter(writes, e2erig.ByUser(attacherUser)))
 	if len(byAttacher) != 1 || !strings.HasPrefix(byAttacher[0], "patch volumeattachments "+va.Name+" 200") {
 		t.Errorf("csi-attacher writes for the detach = %q, want exactly one patch of %s (upstream: 2)", byAttacher, va.Name)
 	}
-	if n := drv.Calls(csimock.ControllerUnpublishVolume); n != 1 {
-		t.Errorf("ControllerUnpublishVolume calls = %d, want exactly 1", n)
+	if n := f.drv.CallsFor(csimock.ControllerUnpublishVolume, vol.ID); n != 1 {
+		t.Errorf("ControllerUnpublishVolume calls for %s = %d, want exactly 1", vol.ID, n)
 	}
-	if got := drv.Volumes(); len(got) != 1 || len(got[0].PublishedNodes) != 0 {
-		t.Errorf("driver volumes = %+v, want %s published nowhere", got, vol.ID)
+	if v := driverVolume(f, vol.ID); len(v.PublishedNodes) != 0 {
+		t.Errorf("driver volume %+v, want published nowhere", v)
 	}
-	// kube-controller-manager creates and deletes VolumeAttachments but never patches them, so the
-	// counts above are the attacher's alone.
-	for _, w := range append(attachWrites, detachWrites...) {
-		if !strings.Contains(w, attacherUser) && strings.Contains(w, "volumeattachments") &&
-			!strings.HasPrefix(w, "create ") && !strings.HasPrefix(w, "delete ") {
-			t.Errorf("unexpected VolumeAttachment write by another component: %s", w)
+	return writes
+}
+
+// without drops the writes for the objects named names (a sentinel's VolumeAttachment and PersistentVolume).
+func without(writes []e2erig.AuditWrite, names ...string) []e2erig.AuditWrite {
+	return e2erig.Filter(writes, func(w e2erig.AuditWrite) bool { return !slices.Contains(names, w.Name) })
+}
+
+// driverVolume is the driver's volume with ID id.
+func driverVolume(f *fixture, id string) csimock.Volume {
+	f.t.Helper()
+	for _, v := range f.drv.Volumes() {
+		if v.ID == id {
+			return v
 		}
 	}
+	f.t.Fatalf("driver has no volume %s", id)
+	return csimock.Volume{}
 }
 
 // checkMetrics scrapes the attacher's /metrics and /healthz/leader-election.
@@ -222,150 +222,6 @@ func httpGet(t *testing.T, ctx context.Context, url string) string {
 	return string(data)
 }
 
-// testFailover runs two replicas, stops the leader with sig while it is in the middle of
-// ControllerPublish calls, and checks the standby finishes the work. With SIGTERM the leader drains
-// and releases the lease on its way out, so the standby does not wait for the lease to expire.
-func testFailover(t *testing.T, r *rig, sig syscall.Signal) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	name := "kill"
-	if sig == syscall.SIGTERM {
-		name = "term"
-	}
-	driver := "failover-" + name + ".csi.stowage.io"
-	node, nodeID := "node-failover-"+name, "mock-node-"+name
-	lease := "external-attacher-leader-" + strings.ReplaceAll(driver, ".", "-")
-	const vas = 3
-
-	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	// ControllerPublish blocks until release is closed; calls blocked then fail as interrupted.
-	release := make(chan struct{})
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		select {
-		case <-release:
-			return status.Error(codes.Aborted, "interrupted by the test")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-
-	client := r.client
-	n, csiNode := nodeObjects(node, driver, nodeID)
-	mustCreate(t,
-		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
-		func() error {
-			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
-			return err
-		})
-	for i := range vas {
-		vol := drv.AddVolume(fmt.Sprintf("pv-%s-%d", name, i), 1<<30)
-		pv := csiPV(vol.Name, driver, vol.ID)
-		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	leArgs := []string{"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=2s"}
-	leader := r.startAttacher(t, "leader", drv.Endpoint(), leArgs...)
-	var leaderID string
-	poll(t, ctx, "first replica leads", func(ctx context.Context) (bool, error) {
-		l, err := client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-			return false, nil
-		}
-		leaderID = *l.Spec.HolderIdentity
-		return true, nil
-	})
-	r.startAttacher(t, "standby", drv.Endpoint(), leArgs...)
-
-	for i := range vas {
-		va := directVA(fmt.Sprintf("va-%s-%d", name, i), driver, fmt.Sprintf("pv-%s-%d", name, i), node)
-		if _, err := client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	poll(t, ctx, "leader in ControllerPublish", func(context.Context) (bool, error) {
-		return drv.Calls(csimock.ControllerPublishVolume) >= 1, nil
-	})
-
-	leader.Signal(sig)
-	if sig == syscall.SIGTERM {
-		close(release) // the leader's in-flight calls fail, its workers drain, it releases the lease
-	}
-	waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-	exitErr := leader.Wait(waitCtx)
-	waitCancel()
-	stoppedAt := time.Now()
-	if sig == syscall.SIGTERM {
-		if exitErr != nil {
-			t.Errorf("leader exit after SIGTERM = %v, want a clean exit", exitErr)
-		}
-		l, err := client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h := l.Spec.HolderIdentity; h != nil && *h == leaderID {
-			t.Errorf("lease still held by the stopped leader %s: not released on graceful exit", leaderID)
-		}
-	} else if exitErr == nil {
-		t.Errorf("leader exit after SIGKILL = nil, want killed")
-	}
-	drv.SetBeforeCall(nil)
-
-	var newLeader string
-	poll(t, ctx, "standby leads", func(ctx context.Context) (bool, error) {
-		l, err := client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return false, nil
-		}
-		newLeader = *l.Spec.HolderIdentity
-		return newLeader != "" && newLeader != leaderID, nil
-	})
-	t.Logf("%s: standby %s took the lease %.1fs after the leader %s exited (lease duration 8s)", sig, newLeader, time.Since(stoppedAt).Seconds(), leaderID)
-	poll(t, ctx, "standby attached every VolumeAttachment", func(ctx context.Context) (bool, error) {
-		attached, total, err := attachedCount(ctx, client, driver)
-		return err == nil && total == vas && attached == vas, nil
-	})
-	for _, v := range drv.Volumes() {
-		if !slices.Equal(v.PublishedNodes, []string{nodeID}) {
-			t.Errorf("volume %s published to %v, want [%s]", v.ID, v.PublishedNodes, nodeID)
-		}
-	}
-}
-
-func writesBy(writes []string, user string) []string {
-	var out []string
-	for _, w := range writes {
-		if strings.HasSuffix(w, " "+user) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-func mustCreate(t *testing.T, creates ...func() error) {
-	t.Helper()
-	for _, c := range creates {
-		if err := c(); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func poll(t *testing.T, ctx context.Context, what string, cond func(context.Context) (bool, error)) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // testTakeOverFromUpstream starts Stowage's attacher on objects upstream's attacher left behind: a
 // VolumeAttachment attached with only the finalizer and the node-id annotation, and a PersistentVolume
 // with upstream's PV finalizer. Deleting them detaches through the PV (as upstream would) and removes
@@ -373,70 +229,64 @@ func poll(t *testing.T, ctx context.Context, what string, cond func(context.Cont
 func testTakeOverFromUpstream(t *testing.T, r *rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const driver, node, nodeID = "takeover.csi.stowage.io", "node-takeover", "mock-node-takeover"
-	const finalizer = "external-attacher/takeover-csi-stowage-io"
-	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	vol := drv.AddVolume("pv-takeover", 1<<30)
-	client := r.client
-	n, csiNode := nodeObjects(node, driver, nodeID)
-	pv := csiPV(vol.Name, driver, vol.ID)
-	pv.Finalizers = []string{finalizer}
-	va := directVA("va-takeover", driver, pv.Name, node)
-	va.Finalizers = []string{finalizer}
-	va.Annotations = map[string]string{"csi.alpha.kubernetes.io/node-id": nodeID}
-	mustCreate(t,
-		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
-		func() error {
-			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			created, err := client.StorageV1().VolumeAttachments().Create(ctx, va, metav1.CreateOptions{})
-			if err != nil {
-				return err
-			}
-			created.Status.Attached = true
-			created.Status.AttachmentMetadata = map[string]string{"devicePath": "/dev/mock/" + vol.ID}
-			_, err = client.StorageV1().VolumeAttachments().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-			return err
-		})
+	f := newFixture(t, ctx, r, "takeover")
+	vol := f.leftByUpstream("va-takeover", "pv-takeover")
+	before := len(r.audit.MustWrites(t))
+	r.startAttacher(t, "attacher", f.drv.Endpoint(), oneWorker)
+	f.deleteAttachedVolume("va-takeover", "pv-takeover")
 
-	before := r.auditWrites(t, attacherUser)
-	r.startAttacher(t, "attacher", drv.Endpoint())
-	if err := client.StorageV1().VolumeAttachments().Delete(ctx, va.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, ctx, "VolumeAttachment gone", func(ctx context.Context) (bool, error) {
-		_, err := client.StorageV1().VolumeAttachments().Get(ctx, va.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
+	// The sentinel: a second such pair, deleted the same way. Once the attacher has patched its PV, it has
+	// handled every event of the first pair on both of its queues.
+	sentinelVol := f.leftByUpstream("va-takeover-sentinel", "pv-takeover-sentinel")
+	f.deleteAttachedVolume("va-takeover-sentinel", "pv-takeover-sentinel")
+	writes := r.audit.WaitFor(t, ctx, waitTimeout, "csi-attacher's patch of pv-takeover-sentinel", func(w e2erig.AuditWrite) bool {
+		return w.User == attacherUser && w.Resource == "persistentvolumes" && w.Name == "pv-takeover-sentinel"
 	})
-	if err := client.CoreV1().PersistentVolumes().Delete(ctx, pv.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	poll(t, ctx, "PersistentVolume gone", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	time.Sleep(2 * time.Second)
-	writes := since(before, r.auditWrites(t, attacherUser))
+	got := e2erig.Strings(e2erig.Filter(writes[before:], e2erig.ByUser(attacherUser)))
 	want := []string{
 		"patch volumeattachments va-takeover 200 " + attacherUser,
 		"patch persistentvolumes pv-takeover 200 " + attacherUser,
+		"patch volumeattachments va-takeover-sentinel 200 " + attacherUser,
+		"patch persistentvolumes pv-takeover-sentinel 200 " + attacherUser,
 	}
-	if !slices.Equal(writes, want) {
-		t.Errorf("csi-attacher writes = %q, want %q", writes, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("csi-attacher writes = %q, want %q", got, want)
 	}
-	if n := drv.Calls(csimock.ControllerUnpublishVolume); n != 1 {
-		t.Errorf("ControllerUnpublishVolume calls = %d, want 1", n)
+	for _, v := range []csimock.Volume{vol, sentinelVol} {
+		if n := f.drv.CallsFor(csimock.ControllerUnpublishVolume, v.ID); n != 1 {
+			t.Errorf("ControllerUnpublishVolume calls for %s = %d, want 1", v.ID, n)
+		}
 	}
+}
+
+// leftByUpstream creates what upstream's attacher leaves for an attached volume: a PersistentVolume with its
+// PV finalizer, and a VolumeAttachment with its finalizer, the node-id annotation and an attached status.
+func (f *fixture) leftByUpstream(vaName, pvName string) csimock.Volume {
+	f.t.Helper()
+	finalizer := "external-attacher/" + strings.ReplaceAll(f.driver, ".", "-")
+	vol, _ := f.volume(pvName, func(pv *corev1.PersistentVolume) { pv.Finalizers = []string{finalizer} })
+	va := f.attachment(vaName, pvName, func(va *storagev1.VolumeAttachment) {
+		va.Finalizers = []string{finalizer}
+		va.Annotations = map[string]string{"csi.alpha.kubernetes.io/node-id": f.nodeID}
+	})
+	va.Status.Attached = true
+	va.Status.AttachmentMetadata = map[string]string{"devicePath": "/dev/mock/" + vol.ID}
+	f.check(f.client.StorageV1().VolumeAttachments().UpdateStatus(f.ctx, va, metav1.UpdateOptions{}))
+	return vol
+}
+
+// deleteAttachedVolume deletes the VolumeAttachment, waits until the attacher let it go, then does the same
+// with the PersistentVolume.
+func (f *fixture) deleteAttachedVolume(vaName, pvName string) {
+	f.t.Helper()
+	if err := f.client.StorageV1().VolumeAttachments().Delete(f.ctx, vaName, metav1.DeleteOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitVAGone(vaName)
+	if err := f.client.CoreV1().PersistentVolumes().Delete(f.ctx, pvName, metav1.DeleteOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.waitPVGone(pvName)
 }
 
 // testReconcile detaches a volume behind Kubernetes' back (a ControllerUnpublish straight to the driver)
@@ -445,56 +295,33 @@ func testTakeOverFromUpstream(t *testing.T, r *rig) {
 func testReconcile(t *testing.T, r *rig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	const driver, node, nodeID = "reconcile.csi.stowage.io", "node-reconcile", "mock-node-reconcile"
-	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	vol := drv.AddVolume("pv-reconcile", 1<<30)
-	client := r.client
-	n, csiNode := nodeObjects(node, driver, nodeID)
-	mustCreate(t,
-		func() error { _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); return err },
-		func() error {
-			_, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, driver, vol.ID), metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := client.StorageV1().VolumeAttachments().Create(ctx, directVA("va-reconcile", driver, vol.Name, node), metav1.CreateOptions{})
-			return err
-		})
-	before := r.auditWrites(t, attacherUser)
-	r.startAttacher(t, "attacher", drv.Endpoint(), "--reconcile-sync=1s")
-	poll(t, ctx, "VolumeAttachment attached", func(ctx context.Context) (bool, error) {
-		attached, _, err := attachedCount(ctx, client, driver)
-		return err == nil && attached == 1, nil
-	})
+	f := newFixture(t, ctx, r, "reconcile")
+	vol, pv := f.volume("pv-reconcile", nil)
+	f.attachment("va-reconcile", pv.Name, nil)
+	before := len(r.audit.MustWrites(t))
+	r.startAttacher(t, "attacher", f.drv.Endpoint(), "--reconcile-sync=1s", oneWorker)
+	f.waitAttached("va-reconcile")
 
-	conn, err := grpc.NewClient("unix://"+drv.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+f.drv.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := csi.NewControllerClient(conn).ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol.ID, NodeId: nodeID}); err != nil {
+	if _, err := csi.NewControllerClient(conn).ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: vol.ID, NodeId: f.nodeID}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, ctx, "volume published again", func(context.Context) (bool, error) {
-		v := drv.Volumes()
-		return len(v) == 1 && slices.Equal(v[0].PublishedNodes, []string{nodeID}), nil
+	e2erig.Eventually(t, ctx, waitTimeout, "volume published again", func(context.Context) (bool, error) {
+		return slices.Equal(driverVolume(f, vol.ID).PublishedNodes, []string{f.nodeID}), nil
 	})
-	if n := drv.Calls(csimock.ControllerPublishVolume); n != 2 {
-		t.Errorf("ControllerPublishVolume calls = %d, want 2 (attach, then the reconcile's)", n)
-	}
-	if n := drv.Calls(csimock.ListVolumes); n == 0 {
+	if n := f.drv.Calls(csimock.ListVolumes); n == 0 {
 		t.Error("ListVolumes never called")
 	}
-	time.Sleep(2 * time.Second)
-	if writes := since(before, r.auditWrites(t, attacherUser)); len(writes) != 2 {
+	const sentinel = "reconcile-sentinel"
+	writes := e2erig.Strings(e2erig.Filter(without(f.attachSentinel(sentinel)[before:], sentinel), e2erig.ByUser(attacherUser)))
+	if len(writes) != 2 {
 		t.Errorf("csi-attacher writes = %q, want the attach's 2 and none from the reconcile", writes)
+	}
+	if n := f.drv.CallsFor(csimock.ControllerPublishVolume, vol.ID); n != 2 {
+		t.Errorf("ControllerPublishVolume calls for %s = %d, want 2 (attach, then the reconcile's)", vol.ID, n)
 	}
 }

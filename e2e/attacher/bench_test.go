@@ -11,7 +11,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -60,13 +59,7 @@ func TestBenchAttachStorm(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n0, csiNode := nodeObjects(node, driver, "mock-"+node)
-		if _, err := admin.CoreV1().Nodes().Create(ctx, n0, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createNode(t, ctx, admin, node, driver, "mock-"+node)
 		prefix := fmt.Sprintf("storm%d-", i)
 		createAll(t, ctx, n, func(ctx context.Context, j int) error {
 			vol := drv.AddVolume(fmt.Sprintf("%spv-%d", prefix, j), 1<<30)
@@ -80,14 +73,11 @@ func TestBenchAttachStorm(t *testing.T) {
 		before := r.auditWrites(t, attacherUser)
 		start := time.Now()
 		p := r.startAttacher(t, fmt.Sprintf("storm%d", i), drv.Endpoint(), run.args...)
-		err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		e2erig.Eventually(t, ctx, 40*time.Minute, fmt.Sprintf("%s: all %d VolumeAttachments attached", run.name, n), func(ctx context.Context) (bool, error) {
 			attached, _, err := attachedCount(ctx, admin, driver)
-			return err == nil && attached == n, nil
+			return err == nil && attached == n, err
 		})
 		elapsed := time.Since(start)
-		if err != nil {
-			t.Fatalf("%s: not all %d VolumeAttachments attached: %v", run.name, n, err)
-		}
 		writes := since(before, r.auditWrites(t, attacherUser))
 		res := row{name: run.name, seconds: elapsed.Seconds(), writes: len(writes), publishes: drv.Calls(csimock.ControllerPublishVolume)}
 		for _, w := range writes {

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 
@@ -131,13 +130,7 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 	})
 
 	client := r.client
-	n, csiNode := nodeObjects(node, driver, nodeID)
-	if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNode(t, ctx, client, node, driver, nodeID)
 	holder := func(ctx context.Context) string {
 		l, err := client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
@@ -145,26 +138,19 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 		}
 		return *l.Spec.HolderIdentity
 	}
-	waitUntil := func(what string, timeout time.Duration, cond func(context.Context) bool) {
-		t.Helper()
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) { return cond(ctx), nil })
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-	}
 
 	leader := r.startAttacher(t, fmt.Sprintf("failover%d-0", index), drv.Endpoint(), sc.args...)
 	var leaderID string
-	waitUntil("the first replica to lead", 2*time.Minute, func(ctx context.Context) bool {
+	e2erig.Eventually(t, ctx, 2*time.Minute, "the first replica to lead", func(ctx context.Context) (bool, error) {
 		leaderID = holder(ctx)
-		return leaderID != ""
+		return leaderID != "", nil
 	})
 	var out []failoverRound
 	for round := range rounds {
 		standby := r.startAttacher(t, fmt.Sprintf("failover%d-%d", index, round+1), drv.Endpoint(), sc.args...)
-		waitUntil("the standby to wait for the lease", time.Minute, func(context.Context) bool {
+		e2erig.Eventually(t, ctx, time.Minute, "the standby to wait for the lease", func(context.Context) (bool, error) {
 			log, err := os.ReadFile(standby.LogPath)
-			return err == nil && strings.Contains(string(log), "Waiting to become leader")
+			return err == nil && strings.Contains(string(log), "Waiting to become leader"), err
 		})
 		time.Sleep(standbySettle)
 
@@ -181,8 +167,8 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 		if _, err := client.StorageV1().VolumeAttachments().Create(ctx, directVA(vaName, driver, vol.Name, node), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitUntil("the leader's ControllerPublish", time.Minute, func(context.Context) bool {
-			return drv.Calls(csimock.ControllerPublishVolume) > before
+		e2erig.Eventually(t, ctx, time.Minute, "the leader's ControllerPublish", func(context.Context) (bool, error) {
+			return drv.Calls(csimock.ControllerPublishVolume) > before, nil
 		})
 
 		exitedAt := make(chan time.Time, 1)
@@ -200,13 +186,13 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 		}
 		var res failoverRound
 		var newLeader string
-		waitUntil("the standby to take the lease", 2*time.Minute, func(ctx context.Context) bool {
+		e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to take the lease", func(ctx context.Context) (bool, error) {
 			if h := holder(ctx); h != "" && h != leaderID {
 				newLeader = h
 				res.leaseTaken = time.Since(stopped).Seconds()
-				return true
+				return true, nil
 			}
-			return false
+			return false, nil
 		})
 		waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
 		err := leader.Wait(waitCtx)
@@ -217,9 +203,9 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 		if sc.signal == syscall.SIGTERM && err != nil {
 			t.Errorf("leader exit after SIGTERM = %v, want a clean exit", err)
 		}
-		waitUntil("the standby to attach "+vaName, 2*time.Minute, func(ctx context.Context) bool {
+		e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to attach "+vaName, func(ctx context.Context) (bool, error) {
 			va, err := client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
-			return err == nil && va.Status.Attached
+			return err == nil && va.Status.Attached, err
 		})
 		mu.Lock()
 		published := firstPublish

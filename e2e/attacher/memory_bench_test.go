@@ -14,7 +14,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
@@ -55,13 +54,7 @@ func TestBenchAttacherMemory(t *testing.T) {
 
 	start := time.Now()
 	for i := range nodes {
-		node, csiNode := nodeObjects(fmt.Sprintf("node-mem-%d", i), driver, fmt.Sprintf("mock-node-mem-%d", i))
-		if _, err := admin.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := admin.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createNode(t, ctx, admin, fmt.Sprintf("node-mem-%d", i), driver, fmt.Sprintf("mock-node-mem-%d", i))
 	}
 	finalizer := "external-attacher/" + strings.NewReplacer(".", "-", "/", "-").Replace(driver)
 	createAll(t, ctx, n, func(ctx context.Context, j int) error {
@@ -108,13 +101,10 @@ func measureAttacher(t *testing.T, ctx context.Context, r *rig, endpoint string,
 	var readings []e2erig.Memory
 	for round := range memoryRounds {
 		p := r.startAttacher(t, fmt.Sprintf("memory-%d-%d", objects, round), endpoint)
-		synced := func(context.Context) (bool, error) {
+		e2erig.Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("csi-attacher with %d objects to sync its caches", objects), func(context.Context) (bool, error) {
 			log, err := os.ReadFile(p.LogPath)
-			return err == nil && strings.Contains(string(log), "Caches synced"), nil
-		}
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, synced); err != nil {
-			t.Fatalf("csi-attacher with %d objects never synced its caches: %v", objects, err)
-		}
+			return err == nil && strings.Contains(string(log), "Caches synced"), err
+		})
 		waited, err := e2erig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
 		if err != nil {
 			t.Fatal(err)

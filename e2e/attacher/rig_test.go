@@ -3,22 +3,12 @@
 package attacher
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
@@ -33,29 +23,16 @@ const (
 	attacherUser      = "system:serviceaccount:" + attacherNamespace + ":" + attacherSA
 	rbacFile          = "../../deploy/rbac/csi-attacher.yaml"
 	startTimeout      = 20 * time.Minute
+	// waitTimeout bounds each wait for a controller or the attacher: they act in seconds, the margin is for
+	// a machine busy with other builds.
+	waitTimeout = 2 * time.Minute
 )
-
-// auditPolicy records every write to VolumeAttachments and PersistentVolumes (and their status), once
-// per request when its response is sent.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived", "ResponseStarted", "Panic"]
-rules:
-- level: Metadata
-  verbs: ["create", "update", "patch", "delete", "deletecollection"]
-  resources:
-  - group: "storage.k8s.io"
-    resources: ["volumeattachments", "volumeattachments/status"]
-  - group: ""
-    resources: ["persistentvolumes", "persistentvolumes/status"]
-- level: None
-`
 
 // rig is one control plane with an audit log, the csi-attacher binary and its RBAC applied.
 type rig struct {
 	cluster    *cluster.Cluster
 	client     kubernetes.Interface
-	auditLog   string
+	audit      *e2erig.AuditLog // writes to VolumeAttachments and PersistentVolumes
 	binary     string
 	kubeconfig string
 }
@@ -65,16 +42,12 @@ func startRig(t *testing.T) *rig {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	dir := t.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+	audit, err := e2erig.NewAuditLog(dir, "storage.k8s.io/volumeattachments", "/persistentvolumes")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{auditLog: filepath.Join(dir, "audit.log"), binary: buildAttacher(t, dir)}
-	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: []string{
-		"--audit-policy-file=" + policy,
-		"--audit-log-path=" + r.auditLog,
-		"--audit-log-mode=blocking",
-	}})
+	r := &rig{audit: audit, binary: buildAttacher(t, dir)}
+	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
 	r.cluster, r.client = c, c.Client()
 	if err := c.Apply(ctx, rbacFile); err != nil {
 		t.Fatalf("apply %s: %v", rbacFile, err)
@@ -126,51 +99,15 @@ func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string)
 	return p
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
-type auditEvent struct {
-	Verb      string                    `json:"verb"`
-	Stage     string                    `json:"stage"`
-	User      struct{ Username string } `json:"user"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Name        string `json:"name"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-}
-
-// auditWrites reads the audit log and returns the write requests made by user (every user when empty),
-// in order, as "verb resource[/subresource] name code".
+// auditWrites returns the audit log's writes by user (every user when empty), in order, as
+// "verb resource[/subresource] name code user".
 func (r *rig) auditWrites(t *testing.T, user string) []string {
 	t.Helper()
-	f, err := os.Open(r.auditLog)
-	if err != nil {
-		t.Fatalf("audit log: %v", err)
+	writes := r.audit.MustWrites(t)
+	if user != "" {
+		writes = e2erig.Filter(writes, e2erig.ByUser(user))
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatalf("audit log line %q: %v", sc.Text(), err)
-		}
-		if ev.Stage != "ResponseComplete" || (user != "" && ev.User.Username != user) {
-			continue
-		}
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
-		out = append(out, fmt.Sprintf("%s %s %s %d %s", ev.Verb, res, ev.ObjectRef.Name, ev.ResponseStatus.Code, ev.User.Username))
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("audit log: %v", err)
-	}
-	return out
+	return e2erig.Strings(writes)
 }
 
 // since returns the entries of now that were not in before (the log only grows).
@@ -185,78 +122,4 @@ func freePort(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// objects for a node and CSI volumes of one driver
-
-func nodeObjects(node, driver, nodeID string) (*corev1.Node, *storagev1.CSINode) {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-			Name: node,
-			// kube-controller-manager attaches volumes only for nodes that opt in, as kubelet does.
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
-		}},
-		&storagev1.CSINode{
-			ObjectMeta: metav1.ObjectMeta{Name: node},
-			Spec:       storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{Name: driver, NodeID: nodeID}}},
-		}
-}
-
-func csiPV(name, driver, handle string) *corev1.PersistentVolume {
-	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: driver, VolumeHandle: handle, FSType: "ext4",
-			}},
-		},
-	}
-}
-
-func directVA(name, driver, pv, node string) *storagev1.VolumeAttachment {
-	return &storagev1.VolumeAttachment{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: storagev1.VolumeAttachmentSpec{
-			Attacher: driver, NodeName: node,
-			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pv},
-		},
-	}
-}
-
-// attachedCount counts the VolumeAttachments of driver that are attached, and all of them.
-func attachedCount(ctx context.Context, client kubernetes.Interface, driver string) (attached, total int, err error) {
-	list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, va := range list.Items {
-		if va.Spec.Attacher != driver {
-			continue
-		}
-		total++
-		if va.Status.Attached {
-			attached++
-		}
-	}
-	return attached, total, nil
-}
-
-// mutexed string list for hooks
-type recorder struct {
-	mu    sync.Mutex
-	items []string
-}
-
-func (r *recorder) add(s string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.items = append(r.items, s)
-}
-
-func (r *recorder) list() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.items...)
 }

@@ -1,0 +1,140 @@
+//go:build e2e
+
+package attacher
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/csimock"
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+)
+
+// failoverCase is how the leader is stopped in a failover test.
+type failoverCase struct {
+	name string // names the driver, node and volumes
+	sig  syscall.Signal
+}
+
+var (
+	// With SIGTERM the leader drains and releases the lease on its way out.
+	failoverTerm = failoverCase{name: "failover-term", sig: syscall.SIGTERM}
+	// With SIGKILL the standby waits for the lease to expire.
+	failoverKill = failoverCase{name: "failover-kill", sig: syscall.SIGKILL}
+)
+
+// failoverVAs is how many VolumeAttachments the leader is working on when it is stopped.
+const failoverVAs = 3
+
+// leArgs give a short lease, so the SIGKILL case does not wait long for it to expire.
+var leArgs = []string{"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=2s"}
+
+// testFailover runs two replicas, stops the leader while it is in the middle of ControllerPublish calls,
+// and checks the standby finishes the work.
+func testFailover(t *testing.T, r *rig, fc failoverCase) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := newFixture(t, ctx, r, fc.name)
+	lease := "external-attacher-leader-" + strings.ReplaceAll(f.driver, ".", "-")
+	release := blockPublish(f.drv)
+	for i := range failoverVAs {
+		f.volume(fmt.Sprintf("pv-%s-%d", fc.name, i), nil)
+	}
+
+	leader := r.startAttacher(t, "leader", f.drv.Endpoint(), leArgs...)
+	leaderID := f.waitLeaseHolder(lease, "first replica leads", func(string) bool { return true })
+	r.startAttacher(t, "standby", f.drv.Endpoint(), leArgs...)
+	for i := range failoverVAs {
+		f.attachment(fmt.Sprintf("va-%s-%d", fc.name, i), fmt.Sprintf("pv-%s-%d", fc.name, i), nil)
+	}
+	e2erig.Eventually(t, ctx, waitTimeout, "leader in ControllerPublish", func(context.Context) (bool, error) {
+		return f.drv.Calls(csimock.ControllerPublishVolume) >= 1, nil
+	})
+
+	stoppedAt := f.stopLeader(leader, fc.sig, release, lease, leaderID)
+	newLeader := f.waitLeaseHolder(lease, "standby leads", func(h string) bool { return h != leaderID })
+	t.Logf("%s: standby %s took the lease %.1fs after the leader %s exited (lease duration 8s)", fc.sig, newLeader, time.Since(stoppedAt).Seconds(), leaderID)
+	e2erig.Eventually(t, ctx, waitTimeout, "standby attached every VolumeAttachment", func(ctx context.Context) (bool, error) {
+		attached, total, err := attachedCount(ctx, f.client, f.driver)
+		return err == nil && total == failoverVAs && attached == failoverVAs, err
+	})
+	for _, v := range f.drv.Volumes() {
+		if !slices.Equal(v.PublishedNodes, []string{f.nodeID}) {
+			t.Errorf("volume %s published to %v, want [%s]", v.ID, v.PublishedNodes, f.nodeID)
+		}
+	}
+}
+
+// blockPublish makes ControllerPublish block until the returned channel is closed; calls blocked then fail
+// as interrupted. The leader's calls so stay in flight until the test stops it.
+func blockPublish(drv *csimock.Driver) chan struct{} {
+	release := make(chan struct{})
+	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
+		if method != csimock.ControllerPublishVolume {
+			return nil
+		}
+		select {
+		case <-release:
+			return status.Error(codes.Aborted, "interrupted by the test")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return release
+}
+
+// waitLeaseHolder waits until lease has a holder that ok accepts and returns it.
+func (f *fixture) waitLeaseHolder(lease, what string, ok func(holder string) bool) string {
+	f.t.Helper()
+	var holder string
+	e2erig.Eventually(f.t, f.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
+		l, err := f.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return false, err
+		}
+		holder = *l.Spec.HolderIdentity
+		return holder != "" && ok(holder), nil
+	})
+	return holder
+}
+
+// stopLeader sends sig to the leader and waits for it to exit. After SIGTERM the blocked calls are
+// released, so its workers drain, and it must exit cleanly and release the lease; after SIGKILL it must have
+// been killed. Then ControllerPublish stops blocking, for the standby. It returns when the leader exited.
+func (f *fixture) stopLeader(leader *e2erig.Process, sig syscall.Signal, release chan struct{}, lease, leaderID string) time.Time {
+	t := f.t
+	t.Helper()
+	leader.Signal(sig)
+	if sig == syscall.SIGTERM {
+		close(release) // the leader's in-flight calls fail, its workers drain, it releases the lease
+	}
+	waitCtx, waitCancel := context.WithTimeout(f.ctx, time.Minute)
+	exitErr := leader.Wait(waitCtx)
+	waitCancel()
+	stoppedAt := time.Now()
+	if sig == syscall.SIGTERM {
+		if exitErr != nil {
+			t.Errorf("leader exit after SIGTERM = %v, want a clean exit", exitErr)
+		}
+		l, err := f.client.CoordinationV1().Leases(attacherNamespace).Get(f.ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := l.Spec.HolderIdentity; h != nil && *h == leaderID {
+			t.Errorf("lease still held by the stopped leader %s: not released on graceful exit", leaderID)
+		}
+	} else if exitErr == nil {
+		t.Errorf("leader exit after SIGKILL = nil, want killed")
+	}
+	f.drv.SetBeforeCall(nil)
+	return stoppedAt
+}
