@@ -62,7 +62,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 			}
 			kc, counter := countingKubeconfig(t, serviceAccountKubeconfig(t, c))
 			p := startProvisioner(t, kc, drv.Endpoint(), run.flags...)
-			waitFor(t, 2*time.Minute, "provisioner caches synced", func() (bool, error) {
+			rig.Eventually(t, ctx, 2*time.Minute, "provisioner caches synced", func(ctx context.Context) (bool, error) {
 				return p.logContains("Caches synced"), nil
 			})
 			time.Sleep(time.Second)
@@ -76,7 +76,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 			if err := created; err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 24*time.Minute, fmt.Sprintf("%d claims bound", n), func() (bool, error) {
+			rig.Eventually(t, ctx, 24*time.Minute, fmt.Sprintf("%d claims bound", n), func(ctx context.Context) (bool, error) {
 				list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
 					return false, err
@@ -92,7 +92,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 			elapsed := time.Since(start)
 			// Count the whole job: wait for the last releases of the provisioning intent (throttled writes that
 			// may trail the binding).
-			waitFor(t, 20*time.Minute, "intents released", func() (bool, error) {
+			rig.Eventually(t, ctx, 20*time.Minute, "intents released", func(ctx context.Context) (bool, error) {
 				list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 				if err != nil {
 					return false, err

@@ -148,7 +148,7 @@ func measureProvisioner(t *testing.T, ctx context.Context, kubeconfig, endpoint 
 	var readings []rig.Memory
 	for round := range memoryRounds {
 		p := startProvisioner(t, kubeconfig, endpoint)
-		waitFor(t, 5*time.Minute, fmt.Sprintf("csi-provisioner with %d objects caches synced", objects), func() (bool, error) {
+		rig.Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("csi-provisioner with %d objects caches synced", objects), func(ctx context.Context) (bool, error) {
 			return p.logContains("Caches synced"), nil
 		})
 		waited, err := rig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)

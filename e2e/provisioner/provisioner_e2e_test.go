@@ -19,29 +19,67 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
+
+// provisionerUser is who csi-provisioner writes as: the ServiceAccount of deploy/rbac/csi-provisioner.yaml.
+const provisionerUser = "system:serviceaccount:" + namespace + ":" + saName
+
+// provisionerTest is the setting TestE2EProvisioner's subtests share: one control plane with an audit log of
+// the writes to claims and PVs, two nodes in two zones, the StorageClasses, and a running provisioner.
+type provisionerTest struct {
+	kube       kubernetes.Interface
+	kubeconfig string
+	audit      *rig.AuditLog
+	drv        *csimock.Driver
+	prov       *process
+	ns         string
+}
 
 // TestE2EProvisioner walks claims through csi-provisioner on a real control plane: Immediate and
 // WaitForFirstConsumer claims bound by kube-controller-manager's binder, topology in PV node affinity, a clone,
 // deletion, a bad StorageClass, and a provisioner SIGKILLed while CreateVolume is blocked in the driver.
 func TestE2EProvisioner(t *testing.T) {
-	c := clustertest.Start(t)
-	kube := adminClient(t, c)
-	kubeconfig := serviceAccountKubeconfig(t, c)
-	ctx := context.Background()
+	e := startProvisionerTest(t)
+	t.Run("immediate claim is bound with topology in node affinity", func(t *testing.T) { testImmediateClaim(t, e) })
+	t.Run("WaitForFirstConsumer claim is provisioned in the selected node's zone, not before", func(t *testing.T) { testLateClaim(t, e) })
+	t.Run("clone of a bound claim", func(t *testing.T) { testClone(t, e) })
+	t.Run("deleted claims lose their PV and volume", func(t *testing.T) { testDeleteClaims(t, e) })
+	t.Run("bad StorageClass parameter: an Event naming it, no CreateVolume", func(t *testing.T) { testBadClass(t, e) })
+	t.Run("CSIStorageCapacity per zone for the WaitForFirstConsumer class", func(t *testing.T) { testCapacity(t, e) })
+	t.Run("metrics and leader election health", func(t *testing.T) { testMetrics(t, e) })
+	t.Run("provisioner killed during CreateVolume, claim deleted: the volume is cleaned up", func(t *testing.T) { testKilledDuringCreate(t, e) })
+	t.Run("CreateVolume times out, claim deleted: the volume made after the timeout is deleted", func(t *testing.T) { testCreateTimeout(t, e) })
+	t.Run("nothing left in the driver", func(t *testing.T) {
+		if vols := e.drv.Volumes(); len(vols) != 0 {
+			t.Errorf("driver holds %d volumes after every claim was deleted: %+v", len(vols), vols)
+		}
+	})
+}
 
-	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey})
+// startProvisionerTest starts the control plane, the mock driver and csi-provisioner, and creates the nodes,
+// StorageClasses and namespace the subtests use.
+func startProvisionerTest(t *testing.T) *provisionerTest {
+	ctx := context.Background()
+	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(drv.Stop)
+	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
+	e := &provisionerTest{kube: adminClient(t, c), kubeconfig: serviceAccountKubeconfig(t, c), audit: audit, ns: "e2e-provisioner"}
+	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.drv.Stop)
 
 	// Two nodes in two zones, with the CSINode objects the kubelet would register.
 	for name, zone := range map[string]string{"node-a": "zone-a", "node-b": "zone-b"} {
 		node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{zoneKey: zone, "kubernetes.io/hostname": name}}}
-		if _, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		if _, err := e.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		csiNode := &storagev1.CSINode{
@@ -50,7 +88,7 @@ func TestE2EProvisioner(t *testing.T) {
 				Name: driverName, NodeID: name, TopologyKeys: []string{zoneKey},
 			}}},
 		}
-		if _, err := kube.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
+		if _, err := e.kube.StorageV1().CSINodes().Create(ctx, csiNode, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,273 +97,315 @@ func TestE2EProvisioner(t *testing.T) {
 		storageClass("late", storagev1.VolumeBindingWaitForFirstConsumer, nil),
 		storageClass("typo", storagev1.VolumeBindingImmediate, map[string]string{"csi.storage.k8s.io/fs-type": "ext4"}),
 	} {
-		if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		if _, err := e.kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ns := "e2e-provisioner"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-
-	prov := startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata",
+	// One worker: claims are handled one at a time in the order they were queued, so a sentinel claim
+	// provisioned after the one under test shows the provisioner has done all it would do for the latter.
+	e.prov = startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--worker-threads=1",
 		"--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s")
+	return e
+}
 
-	t.Run("immediate claim is bound with topology in node affinity", func(t *testing.T) {
-		pvc := createClaim(t, kube, claim(ns, "immediate", "immediate", "1Gi"))
-		pv := waitBound(t, kube, pvc)
-		if !slices.Contains(pv.Finalizers, pvFinalizer) || pv.Annotations["pv.kubernetes.io/provisioned-by"] != driverName {
-			t.Errorf("PV finalizers %v annotations %v", pv.Finalizers, pv.Annotations)
-		}
-		if pv.Spec.CSI == nil || pv.Spec.CSI.FSType != "ext4" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
-			t.Errorf("PV spec %+v", pv.Spec)
-		}
-		if z := affinityZones(pv); len(z) != 1 || (z[0] != "zone-a" && z[0] != "zone-b") {
-			t.Errorf("node affinity zones %v, want one of the nodes' zones", z)
-		}
-		vol := driverVolume(t, drv, pv.Name)
-		if vol.Parameters["type"] != "fast" || vol.Parameters["csi.storage.k8s.io/pvc/name"] != "immediate" {
-			t.Errorf("driver got parameters %v", vol.Parameters)
-		}
-		if _, ok := vol.Parameters["csi.storage.k8s.io/fstype"]; ok {
-			t.Errorf("csi.storage.k8s.io/fstype reached the driver")
-		}
-		waitNoIntent(t, kube, pvc)
+func testImmediateClaim(t *testing.T, e *provisionerTest) {
+	pvc := createClaim(t, e.kube, claim(e.ns, "immediate", "immediate", "1Gi"))
+	pv := waitBound(t, e.kube, pvc)
+	if !slices.Contains(pv.Finalizers, pvFinalizer) || pv.Annotations["pv.kubernetes.io/provisioned-by"] != driverName {
+		t.Errorf("PV finalizers %v annotations %v", pv.Finalizers, pv.Annotations)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.FSType != "ext4" || pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
+		t.Errorf("PV spec %+v", pv.Spec)
+	}
+	if z := affinityZones(pv); len(z) != 1 || (z[0] != "zone-a" && z[0] != "zone-b") {
+		t.Errorf("node affinity zones %v, want one of the nodes' zones", z)
+	}
+	vol := driverVolume(t, e.drv, pv.Name)
+	if vol.Parameters["type"] != "fast" || vol.Parameters["csi.storage.k8s.io/pvc/name"] != "immediate" {
+		t.Errorf("driver got parameters %v", vol.Parameters)
+	}
+	if _, ok := vol.Parameters["csi.storage.k8s.io/fstype"]; ok {
+		t.Errorf("csi.storage.k8s.io/fstype reached the driver")
+	}
+	waitNoIntent(t, e.kube, pvc)
+}
+
+// testLateClaim checks a WaitForFirstConsumer claim is left alone until a node is selected, then provisioned
+// in that node's zone.
+func testLateClaim(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	before := len(e.audit.MustWrites(t))
+	creates := e.drv.Calls(csimock.CreateVolume)
+	pvc := createClaim(t, e.kube, claim(e.ns, "late", "late", "1Gi"))
+	// The binder has seen the claim and decided to wait for a consumer.
+	waitEvent(t, e.kube, e.ns, pvc.Name, v1.EventTypeNormal, "WaitForFirstConsumer", "")
+
+	// The sentinel: an Immediate claim created after the late one. Once the provisioner made its PV, it had
+	// handled the late claim, which was queued first.
+	sentinel := waitBound(t, e.kube, createClaim(t, e.kube, claim(e.ns, "late-sentinel", "immediate", "1Gi")))
+	writes := e.audit.WaitFor(t, ctx, time.Minute, "csi-provisioner's create of PV "+sentinel.Name, func(w rig.AuditWrite) bool {
+		return w.User == provisionerUser && w.Verb == "create" && w.Resource == "persistentvolumes" && w.Name == sentinel.Name
 	})
+	if got := rig.Filter(writes[before:], func(w rig.AuditWrite) bool {
+		return w.User == provisionerUser && w.Name == pvc.Name && strings.HasPrefix(w.Resource, "persistentvolumeclaims")
+	}); len(got) != 0 {
+		t.Errorf("csi-provisioner wrote the claim before a node was selected: %q", rig.Strings(got))
+	}
+	if n := countVolumes(e.drv, "pvc-"+string(pvc.UID)); n != 0 {
+		t.Fatalf("volume created before a node was selected")
+	}
+	if n := e.drv.Calls(csimock.CreateVolume) - creates; n != 1 {
+		t.Errorf("CreateVolume called %d times, want once, for the sentinel", n)
+	}
 
-	t.Run("WaitForFirstConsumer claim is provisioned in the selected node's zone", func(t *testing.T) {
-		pvc := createClaim(t, kube, claim(ns, "late", "late", "1Gi"))
-		time.Sleep(time.Second)
-		if n := countVolumes(drv, "pvc-"+string(pvc.UID)); n != 0 {
-			t.Fatalf("volume created before a node was selected")
-		}
-		// What the scheduler does once a pod using the claim is placed on node-b.
-		patch := []byte(`{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":"node-b"}}}`)
-		if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		pv := waitBound(t, kube, pvc)
-		if z := affinityZones(pv); len(z) != 1 || z[0] != "zone-b" {
-			t.Errorf("node affinity zones %v, want [zone-b]", z)
-		}
-		if vol := driverVolume(t, drv, pv.Name); vol.Topology[zoneKey] != "zone-b" {
-			t.Errorf("driver placed the volume in %v", vol.Topology)
-		}
+	// What the scheduler does once a pod using the claim is placed on node-b.
+	patch := []byte(`{"metadata":{"annotations":{"volume.kubernetes.io/selected-node":"node-b"}}}`)
+	if _, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pv := waitBound(t, e.kube, pvc)
+	if z := affinityZones(pv); len(z) != 1 || z[0] != "zone-b" {
+		t.Errorf("node affinity zones %v, want [zone-b]", z)
+	}
+	if vol := driverVolume(t, e.drv, pv.Name); vol.Topology[zoneKey] != "zone-b" {
+		t.Errorf("driver placed the volume in %v", vol.Topology)
+	}
+}
+
+func testClone(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	src, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "immediate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := claim(e.ns, "clone", "immediate", "1Gi")
+	clone.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "immediate"}
+	clone = createClaim(t, e.kube, clone)
+	pv := waitBound(t, e.kube, clone)
+	srcPV, err := e.kube.CoreV1().PersistentVolumes().Get(ctx, src.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vol := driverVolume(t, e.drv, pv.Name); vol.ContentSource != "volume:"+srcPV.Spec.CSI.VolumeHandle {
+		t.Errorf("clone's content source %q, want volume:%s", vol.ContentSource, srcPV.Spec.CSI.VolumeHandle)
+	}
+	rig.Eventually(t, ctx, 30*time.Second, "cloning-protection finalizer released", func(ctx context.Context) (bool, error) {
+		s, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "immediate", metav1.GetOptions{})
+		return err == nil && !slices.Contains(s.Finalizers, "provisioner.storage.kubernetes.io/cloning-protection"), err
 	})
+}
 
-	t.Run("clone of a bound claim", func(t *testing.T) {
-		src, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "immediate", metav1.GetOptions{})
+func testDeleteClaims(t *testing.T, e *provisionerTest) {
+	pvs := deleteClaimsWaitPVsGone(t, e.kube, e.ns, "clone", "immediate", "late", "late-sentinel")
+	for _, pv := range pvs {
+		if n := countVolumes(e.drv, pv.Name); n != 0 {
+			t.Errorf("driver still holds volume %s", pv.Name)
+		}
+		if n := e.drv.CallsFor(csimock.DeleteVolume, pv.Spec.CSI.VolumeHandle); n != 1 {
+			t.Errorf("DeleteVolume called %d times for volume %s, want once", n, pv.Spec.CSI.VolumeHandle)
+		}
+	}
+	if got := e.drv.Calls(csimock.DeleteVolume); got != len(pvs) {
+		t.Errorf("DeleteVolume called %d times for %d volumes", got, len(pvs))
+	}
+}
+
+func testBadClass(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	before := e.drv.Calls(csimock.CreateVolume)
+	pvc := createClaim(t, e.kube, claim(e.ns, "typo", "typo", "1Gi"))
+	waitEvent(t, e.kube, e.ns, "typo", v1.EventTypeWarning, "ProvisioningFailed", "csi.storage.k8s.io/fs-type")
+	if got := e.drv.Calls(csimock.CreateVolume); got != before {
+		t.Errorf("CreateVolume called %d times for a claim with a bad class", got-before)
+	}
+	if got, _ := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{}); got != nil && slices.Contains(got.Finalizers, intentKey) {
+		t.Errorf("a claim that never reached CreateVolume got the intent finalizer")
+	}
+	if err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testCapacity(t *testing.T, e *provisionerTest) {
+	rig.Eventually(t, context.Background(), 30*time.Second, "two CSIStorageCapacity objects", func(ctx context.Context) (bool, error) {
+		list, err := e.kube.StorageV1().CSIStorageCapacities(namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "csi.storage.k8s.io/drivername=" + driverName + ",csi.storage.k8s.io/managed-by=external-provisioner",
+		})
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		clone := claim(ns, "clone", "immediate", "1Gi")
-		clone.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "immediate"}
-		clone = createClaim(t, kube, clone)
-		pv := waitBound(t, kube, clone)
-		srcPV, err := kube.CoreV1().PersistentVolumes().Get(ctx, src.Spec.VolumeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
+		zones := map[string]bool{}
+		for _, o := range list.Items {
+			if o.StorageClassName != "late" || o.Capacity == nil || o.Capacity.Value() != 100<<30 || o.NodeTopology == nil {
+				return false, nil
+			}
+			zones[o.NodeTopology.MatchLabels[zoneKey]] = true
 		}
-		if vol := driverVolume(t, drv, pv.Name); vol.ContentSource != "volume:"+srcPV.Spec.CSI.VolumeHandle {
-			t.Errorf("clone's content source %q, want volume:%s", vol.ContentSource, srcPV.Spec.CSI.VolumeHandle)
-		}
-		waitFor(t, 30*time.Second, "cloning-protection finalizer released", func() (bool, error) {
-			s, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "immediate", metav1.GetOptions{})
-			return err == nil && !slices.Contains(s.Finalizers, "provisioner.storage.kubernetes.io/cloning-protection"), err
-		})
+		return len(list.Items) == 2 && zones["zone-a"] && zones["zone-b"], nil
 	})
+}
 
-	t.Run("deleted claims lose their PV and volume", func(t *testing.T) {
-		for _, pv := range deleteClaimsWaitPVsGone(t, kube, ns, "clone", "immediate", "late") {
-			if n := countVolumes(drv, pv); n != 0 {
-				t.Errorf("driver still holds volume %s", pv)
-			}
+func testMetrics(t *testing.T, e *provisionerTest) {
+	body := httpGet(t, e.prov.httpURL+"/metrics")
+	for _, m := range []string{
+		"controller_persistentvolumeclaim_provision_total", "controller_persistentvolume_delete_total",
+		"csi_sidecar_operations_seconds", "workqueue_adds_total", "leader_election_master_status",
+		"csistoragecapacities_desired_goal",
+	} {
+		if !strings.Contains(body, m) {
+			t.Errorf("/metrics lacks %s", m)
 		}
-		if got := drv.Calls(csimock.DeleteVolume); got != 3 {
-			t.Errorf("DeleteVolume called %d times for 3 volumes", got)
-		}
+	}
+	if got := httpGet(t, e.prov.httpURL+"/healthz/leader-election"); got != "ok" {
+		t.Errorf("/healthz/leader-election = %q", got)
+	}
+}
+
+// testKilledDuringCreate kills the provisioner while CreateVolume for a claim is blocked in the driver, lets
+// the driver make the volume anyway, deletes the claim and checks that a new provisioner deletes the volume.
+func testKilledDuringCreate(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	blocked := blockCreate(t, e.drv, "doomed", release)
+	pvc := createClaim(t, e.kube, claim(e.ns, "doomed", "immediate", "1Gi"))
+	var volName string
+	select {
+	case volName = <-blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("CreateVolume never reached the driver")
+	}
+	got, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got.Finalizers, intentKey) || got.Annotations[intentKey] != volName {
+		t.Fatalf("intent not persisted before CreateVolume: finalizers %v annotation %q", got.Finalizers, got.Annotations[intentKey])
+	}
+
+	e.prov.kill()
+	rig.Eventually(t, ctx, 30*time.Second, "the abandoned call to create the volume in the driver", func(context.Context) (bool, error) {
+		return countVolumes(e.drv, volName) == 1, nil
 	})
+	e.drv.SetBeforeCall(nil)
+	if err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitHeldByIntent(t, e.kube, pvc)
 
-	t.Run("bad StorageClass parameter: an Event naming it, no CreateVolume", func(t *testing.T) {
-		before := drv.Calls(csimock.CreateVolume)
-		pvc := createClaim(t, kube, claim(ns, "typo", "typo", "1Gi"))
-		waitFor(t, 30*time.Second, "ProvisioningFailed event naming the key", func() (bool, error) {
-			evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=typo"})
-			if err != nil {
-				return false, err
+	deletesBefore := e.drv.Calls(csimock.DeleteVolume)
+	startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	waitClaimGone(t, e.kube, pvc, 90*time.Second)
+	if n := countVolumes(e.drv, volName); n != 0 {
+		t.Errorf("volume %s leaked", volName)
+	}
+	if got := e.drv.Calls(csimock.DeleteVolume) - deletesBefore; got != 1 {
+		t.Errorf("DeleteVolume called %d times, want 1", got)
+	}
+	if _, err := e.kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
+	}
+	close(release)
+}
+
+// blockCreate makes CreateVolume for the claim named claimName send the volume's name on the returned
+// channel and wait until the caller gives up or release is closed; then the driver makes the volume anyway,
+// as a real backend finishes work whose caller vanished. The hook goes when t ends.
+func blockCreate(t *testing.T, drv *csimock.Driver, claimName string, release <-chan struct{}) <-chan string {
+	blocked := make(chan string, 1)
+	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
+		if r, ok := req.(*csi.CreateVolumeRequest); ok && method == csimock.CreateVolume && r.Parameters["csi.storage.k8s.io/pvc/name"] == claimName {
+			select {
+			case blocked <- r.Name:
+			default:
 			}
-			for _, e := range evs.Items {
-				if e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, "csi.storage.k8s.io/fs-type") {
-					return true, nil
-				}
+			select {
+			case <-ctx.Done():
+			case <-release:
 			}
-			return false, nil
-		})
-		if got := drv.Calls(csimock.CreateVolume); got != before {
-			t.Errorf("CreateVolume called %d times for a claim with a bad class", got-before)
 		}
-		if got, _ := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{}); got != nil && slices.Contains(got.Finalizers, intentKey) {
-			t.Errorf("a claim that never reached CreateVolume got the intent finalizer")
-		}
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		return nil
 	})
+	t.Cleanup(func() { drv.SetBeforeCall(nil) })
+	return blocked
+}
 
-	t.Run("CSIStorageCapacity per zone for the WaitForFirstConsumer class", func(t *testing.T) {
-		waitFor(t, 30*time.Second, "two CSIStorageCapacity objects", func() (bool, error) {
-			list, err := kube.StorageV1().CSIStorageCapacities(namespace).List(ctx, metav1.ListOptions{
-				LabelSelector: "csi.storage.k8s.io/drivername=" + driverName + ",csi.storage.k8s.io/managed-by=external-provisioner",
-			})
-			if err != nil {
-				return false, err
-			}
-			zones := map[string]bool{}
-			for _, o := range list.Items {
-				if o.StorageClassName != "late" || o.Capacity == nil || o.Capacity.Value() != 100<<30 || o.NodeTopology == nil {
-					return false, nil
-				}
-				zones[o.NodeTopology.MatchLabels[zoneKey]] = true
-			}
-			return len(list.Items) == 2 && zones["zone-a"] && zones["zone-b"], nil
-		})
+// waitHeldByIntent waits until the deleted claim is held by the intent finalizer alone: kube-controller-
+// manager has dropped its pvc-protection finalizer, and with no provisioner running nobody else may let the
+// claim go, since nobody else knows its volume exists.
+func waitHeldByIntent(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim) {
+	t.Helper()
+	var got *v1.PersistentVolumeClaim
+	gone := false
+	rig.Eventually(t, context.Background(), time.Minute, "claim "+pvc.Name+" held only by the intent finalizer", func(ctx context.Context) (bool, error) {
+		var err error
+		got, err = kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		if gone = apierrors.IsNotFound(err); gone {
+			return true, nil
+		}
+		return err == nil && got.DeletionTimestamp != nil && !slices.Contains(got.Finalizers, "kubernetes.io/pvc-protection"), err
 	})
+	if gone {
+		t.Fatalf("claim %s gone while its volume may exist", pvc.Name)
+	}
+	if !slices.Equal(got.Finalizers, []string{intentKey}) {
+		t.Errorf("deleted claim's finalizers %v, want [%s]", got.Finalizers, intentKey)
+	}
+}
 
-	t.Run("metrics and leader election health", func(t *testing.T) {
-		body := httpGet(t, prov.httpURL+"/metrics")
-		for _, m := range []string{
-			"controller_persistentvolumeclaim_provision_total", "controller_persistentvolume_delete_total",
-			"csi_sidecar_operations_seconds", "workqueue_adds_total", "leader_election_master_status",
-			"csistoragecapacities_desired_goal",
-		} {
-			if !strings.Contains(body, m) {
-				t.Errorf("/metrics lacks %s", m)
+// waitClaimGone waits until the claim is deleted, finalizers and all.
+func waitClaimGone(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim, timeout time.Duration) {
+	t.Helper()
+	rig.Eventually(t, context.Background(), timeout, "claim "+pvc.Name+" gone", func(ctx context.Context) (bool, error) {
+		_, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// testCreateTimeout makes CreateVolume outlast the provisioner's --timeout, then makes the volume anyway, and
+// checks the volume is deleted with the claim.
+func testCreateTimeout(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	// The previous subtest's provisioner is gone (SIGKILL at its end); this one times out calls after 2s.
+	startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--timeout=2s")
+	timedOut := make(chan struct{})
+	e.drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
+		if r, ok := req.(*csi.CreateVolumeRequest); ok && method == csimock.CreateVolume && r.Parameters["csi.storage.k8s.io/pvc/name"] == "slow" {
+			// Outlast the caller's timeout, then make the volume anyway.
+			<-ctx.Done()
+			select {
+			case timedOut <- struct{}{}:
+			default:
 			}
 		}
-		if got := httpGet(t, prov.httpURL+"/healthz/leader-election"); got != "ok" {
-			t.Errorf("/healthz/leader-election = %q", got)
-		}
+		return nil
 	})
-
-	t.Run("provisioner killed during CreateVolume, claim deleted: the volume is cleaned up", func(t *testing.T) {
-		blocked := make(chan string, 1)
-		release := make(chan struct{})
-		drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
-			if method != csimock.CreateVolume {
-				return nil
-			}
-			if r, ok := req.(*csi.CreateVolumeRequest); ok && r.Parameters["csi.storage.k8s.io/pvc/name"] == "doomed" {
-				select {
-				case blocked <- r.Name:
-				default:
-				}
-				// Hold the call until the provisioner is gone; then let the driver make the volume anyway,
-				// as a real backend finishes work whose caller vanished.
-				select {
-				case <-ctx.Done():
-				case <-release:
-				}
-			}
-			return nil
-		})
-		t.Cleanup(func() { drv.SetBeforeCall(nil) })
-
-		pvc := createClaim(t, kube, claim(ns, "doomed", "immediate", "1Gi"))
-		var volName string
-		select {
-		case volName = <-blocked:
-		case <-time.After(60 * time.Second):
-			t.Fatal("CreateVolume never reached the driver")
-		}
-		got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Contains(got.Finalizers, intentKey) || got.Annotations[intentKey] != volName {
-			t.Fatalf("intent not persisted before CreateVolume: finalizers %v annotation %q", got.Finalizers, got.Annotations[intentKey])
-		}
-
-		prov.kill()
-		waitFor(t, 30*time.Second, "the abandoned call to create the volume in the driver", func() (bool, error) {
-			return countVolumes(drv, volName) == 1, nil
-		})
-		drv.SetBeforeCall(nil)
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		// The finalizer holds the claim: nobody else knows the volume exists.
-		time.Sleep(2 * time.Second)
-		if _, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{}); err != nil {
-			t.Fatalf("claim gone while its volume may exist: %v", err)
-		}
-
-		deletesBefore := drv.Calls(csimock.DeleteVolume)
-		startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
-		waitFor(t, 90*time.Second, "claim gone after the new provisioner cleaned up", func() (bool, error) {
-			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if n := countVolumes(drv, volName); n != 0 {
-			t.Errorf("volume %s leaked", volName)
-		}
-		if got := drv.Calls(csimock.DeleteVolume) - deletesBefore; got != 1 {
-			t.Errorf("DeleteVolume called %d times, want 1", got)
-		}
-		if _, err := kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
-		}
-		close(release)
+	t.Cleanup(func() { e.drv.SetBeforeCall(nil) })
+	pvc := createClaim(t, e.kube, claim(e.ns, "slow", "immediate", "1Gi"))
+	select {
+	case <-timedOut:
+	case <-time.After(60 * time.Second):
+		t.Fatal("CreateVolume never timed out")
+	}
+	// The hook stays until the claim is deleted: every retry times out the same way, so the claim cannot
+	// get bound first.
+	volName := "pvc-" + string(pvc.UID)
+	rig.Eventually(t, ctx, 30*time.Second, "the timed-out call's volume in the driver", func(context.Context) (bool, error) {
+		return countVolumes(e.drv, volName) == 1, nil
 	})
-
-	t.Run("CreateVolume times out, claim deleted: the volume made after the timeout is deleted", func(t *testing.T) {
-		// The previous subtest's provisioner is gone (SIGKILL at its end); this one times out calls after 2s.
-		startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata", "--timeout=2s")
-		timedOut := make(chan struct{})
-		drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
-			if r, ok := req.(*csi.CreateVolumeRequest); ok && method == csimock.CreateVolume && r.Parameters["csi.storage.k8s.io/pvc/name"] == "slow" {
-				// Outlast the caller's timeout, then make the volume anyway.
-				<-ctx.Done()
-				select {
-				case timedOut <- struct{}{}:
-				default:
-				}
-			}
-			return nil
-		})
-		t.Cleanup(func() { drv.SetBeforeCall(nil) })
-		pvc := createClaim(t, kube, claim(ns, "slow", "immediate", "1Gi"))
-		select {
-		case <-timedOut:
-		case <-time.After(60 * time.Second):
-			t.Fatal("CreateVolume never timed out")
-		}
-		// The hook stays until the claim is deleted: every retry times out the same way, so the claim cannot
-		// get bound first.
-		volName := "pvc-" + string(pvc.UID)
-		waitFor(t, 30*time.Second, "the timed-out call's volume in the driver", func() (bool, error) {
-			return countVolumes(drv, volName) == 1, nil
-		})
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		drv.SetBeforeCall(nil)
-		waitFor(t, 90*time.Second, "claim gone", func() (bool, error) {
-			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if n := countVolumes(drv, volName); n != 0 {
-			t.Errorf("volume %s leaked after a timeout and a deletion", volName)
-		}
-		if _, err := kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
-		}
-	})
-
-	t.Run("nothing left in the driver", func(t *testing.T) {
-		if vols := drv.Volumes(); len(vols) != 0 {
-			t.Errorf("driver holds %d volumes after every claim was deleted: %+v", len(vols), vols)
-		}
-	})
+	if err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.drv.SetBeforeCall(nil)
+	waitClaimGone(t, e.kube, pvc, 90*time.Second)
+	if n := countVolumes(e.drv, volName); n != 0 {
+		t.Errorf("volume %s leaked after a timeout and a deletion", volName)
+	}
+	if _, err := e.kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("PV %s exists for a deleted claim (err %v)", volName, err)
+	}
 }
 
 func createClaim(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
@@ -342,7 +422,7 @@ func waitBound(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolume
 	t.Helper()
 	ctx := context.Background()
 	var pvName string
-	waitFor(t, 60*time.Second, "claim "+pvc.Name+" bound", func() (bool, error) {
+	rig.Eventually(t, ctx, 60*time.Second, "claim "+pvc.Name+" bound", func(ctx context.Context) (bool, error) {
 		got, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -362,8 +442,8 @@ func waitBound(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolume
 
 func waitNoIntent(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "intent released", func() (bool, error) {
-		got, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(context.Background(), pvc.Name, metav1.GetOptions{})
+	rig.Eventually(t, context.Background(), 30*time.Second, "intent released", func(ctx context.Context) (bool, error) {
+		got, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -423,24 +503,50 @@ func httpGet(t *testing.T, url string) string {
 }
 
 // deleteClaimsWaitPVsGone deletes bound claims, waits until each one's PV is gone (Delete reclaim policy)
-// and returns the PVs' names.
-func deleteClaimsWaitPVsGone(t *testing.T, kube kubernetes.Interface, ns string, names ...string) []string {
+// and returns the PVs as they were before.
+func deleteClaimsWaitPVsGone(t *testing.T, kube kubernetes.Interface, ns string, names ...string) []*v1.PersistentVolume {
 	t.Helper()
 	ctx := context.Background()
-	var pvs []string
+	var pvs []*v1.PersistentVolume
 	for _, name := range names {
 		pvc, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 60*time.Second, "PV "+pvc.Spec.VolumeName+" gone", func() (bool, error) {
-			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		rig.Eventually(t, ctx, 60*time.Second, "PV "+pv.Name+" gone", func(ctx context.Context) (bool, error) {
+			_, err := kube.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
-		pvs = append(pvs, pvc.Spec.VolumeName)
+		pvs = append(pvs, pv)
 	}
 	return pvs
+}
+
+// waitEvent waits for an Event of type and reason on the claim whose message contains want, and logs the
+// claim's Events.
+func waitEvent(t *testing.T, kube kubernetes.Interface, ns, claimName, eventType, reason, want string) {
+	t.Helper()
+	var seen []string
+	rig.Eventually(t, context.Background(), 30*time.Second, eventType+" "+reason+" event on "+claimName+" containing "+want, func(ctx context.Context) (bool, error) {
+		evs, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + claimName})
+		if err != nil {
+			return false, err
+		}
+		seen = seen[:0]
+		for _, e := range evs.Items {
+			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
+			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, want) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	t.Logf("events on %s: %q", claimName, seen)
 }

@@ -158,26 +158,6 @@ func freePort(t testing.TB) string {
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
-// waitFor polls cond every 100ms until it is true or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		if err != nil {
-			lastErr = err
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, lastErr)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func storageClass(name string, mode storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {
 	del := v1.PersistentVolumeReclaimDelete
 	return &storagev1.StorageClass{

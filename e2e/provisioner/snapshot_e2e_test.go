@@ -5,7 +5,6 @@ package provisioner
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,13 +14,13 @@ import (
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -95,7 +94,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 		preProvisionSnapshot(t, snaps, ns, "pending", handle, "1Gi", false)
 		before := drv.Calls(csimock.CreateVolume)
 		pvc := createClaim(t, kube, restoreClaim(ns, "from-pending", "pending", "1Gi"))
-		waitWarning(t, kube, ns, pvc.Name, "VolumeSnapshot "+ns+"/pending is not ready to use")
+		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "VolumeSnapshot "+ns+"/pending is not ready to use")
 		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
 			t.Errorf("CreateVolume called %d times for a snapshot that is not ready", got)
 		}
@@ -116,7 +115,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 	t.Run("missing snapshot: a Warning Event naming it and no CreateVolume", func(t *testing.T) {
 		before := drv.Calls(csimock.CreateVolume)
 		pvc := createClaim(t, kube, restoreClaim(ns, "from-missing", "nosuch", "1Gi"))
-		waitWarning(t, kube, ns, pvc.Name, `volumesnapshots.snapshot.storage.k8s.io "nosuch" not found`)
+		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `volumesnapshots.snapshot.storage.k8s.io "nosuch" not found`)
 		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
 			t.Errorf("CreateVolume called %d times for a missing snapshot", got)
 		}
@@ -128,15 +127,12 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 	t.Run("snapshot the driver does not have: its NotFound in a Warning Event; deleting the claim leaves nothing", func(t *testing.T) {
 		preProvisionSnapshot(t, snaps, ns, "gone", "snap-gone", "1Gi", true)
 		pvc := createClaim(t, kube, restoreClaim(ns, "from-gone", "gone", "1Gi"))
-		waitWarning(t, kube, ns, pvc.Name, `snapshot "snap-gone" not found`)
+		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `snapshot "snap-gone" not found`)
 		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// CreateVolume failed for good (not a timeout), so no volume can exist: the intent is released.
-		waitFor(t, 60*time.Second, "claim from-gone gone", func() (bool, error) {
-			_, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), nil
-		})
+		waitClaimGone(t, kube, pvc, 60*time.Second)
 		if n := countVolumes(drv, "pvc-"+string(pvc.UID)); n != 0 {
 			t.Errorf("driver holds %d volumes for the failed restore", n)
 		}
@@ -146,7 +142,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 		preProvisionSnapshot(t, snaps, ns, "big", drv.AddSnapshot("big", 2<<30).ID, "2Gi", true)
 		before := drv.Calls(csimock.CreateVolume)
 		pvc := createClaim(t, kube, restoreClaim(ns, "too-small", "big", "1Gi"))
-		waitWarning(t, kube, ns, pvc.Name, "smaller than VolumeSnapshot "+ns+"/big restore size")
+		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "smaller than VolumeSnapshot "+ns+"/big restore size")
 		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
 			t.Errorf("CreateVolume called %d times for a claim smaller than the snapshot", got)
 		}
@@ -175,7 +171,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 		pvc := restoreClaim(ns, "from-nosnap", "ready", "1Gi")
 		pvc.Spec.StorageClassName = &sc.Name
 		pvc = createClaim(t, kube, pvc)
-		waitWarning(t, kube, ns, pvc.Name, "driver "+noSnapDriver+" does not support restoring from a VolumeSnapshot")
+		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "driver "+noSnapDriver+" does not support restoring from a VolumeSnapshot")
 		if got := other.Calls(csimock.CreateVolume); got != 0 {
 			t.Errorf("CreateVolume called %d times on a driver without snapshots", got)
 		}
@@ -312,32 +308,11 @@ func setSnapshotReady(t *testing.T, snaps snapclient.Interface, ns, name string,
 	}
 }
 
-// waitWarning waits for a Warning ProvisioningFailed Event on the claim whose message contains want.
-func waitWarning(t *testing.T, kube kubernetes.Interface, ns, claimName, want string) {
-	t.Helper()
-	var seen []string
-	waitFor(t, 30*time.Second, "Warning ProvisioningFailed event on "+claimName+" containing "+want, func() (bool, error) {
-		evs, err := kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + claimName})
-		if err != nil {
-			return false, err
-		}
-		seen = seen[:0]
-		for _, e := range evs.Items {
-			seen = append(seen, e.Type+" "+e.Reason+": "+e.Message)
-			if e.Type == v1.EventTypeWarning && e.Reason == "ProvisioningFailed" && strings.Contains(e.Message, want) {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	t.Logf("events on %s: %q", claimName, seen)
-}
-
 // waitSourceReleased waits until the provisioner dropped its as-source finalizer from the snapshot.
 func waitSourceReleased(t *testing.T, snaps snapclient.Interface, ns, name string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "as-source finalizer released from VolumeSnapshot "+name, func() (bool, error) {
-		vs, err := snaps.SnapshotV1().VolumeSnapshots(ns).Get(context.Background(), name, metav1.GetOptions{})
+	rig.Eventually(t, context.Background(), 30*time.Second, "as-source finalizer released from VolumeSnapshot "+name, func(ctx context.Context) (bool, error) {
+		vs, err := snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && !slices.Contains(vs.Finalizers, snapshotSourceFinalizer), err
 	})
 }
