@@ -17,13 +17,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // waitTimeout bounds every wait for a controller; controllers act in seconds, the margin is for a
@@ -43,22 +43,69 @@ func TestE2EControlPlane(t *testing.T) {
 	})
 }
 
+// The objects of testAttachDetach.
+const (
+	smokeDriver = "smoke.csi.stowage.io"
+	smokeNode   = "smoke-node"
+	smokePV     = "smoke-pv"
+	smokeClaim  = "smoke-claim"
+)
+
 // testAttachDetach walks the path the CSI attacher sidecar depends on: PV binder binds a pre-bound claim,
 // and the attach-detach controller turns a scheduled Pod using it into a VolumeAttachment.
 func testAttachDetach(t *testing.T, client kubernetes.Interface) {
 	ctx := context.Background()
-	const (
-		driver = "smoke.csi.stowage.io"
-		node   = "smoke-node"
-		pvName = "smoke-pv"
-		claim  = "smoke-claim"
-		ns     = metav1.NamespaceDefault
-	)
+	createAttachableVolume(t, ctx, client)
+	// The attach-detach controller only attaches volumes of Bound claims.
+	rig.Eventually(t, ctx, waitTimeout, "PVC bound by the PV binder", func(ctx context.Context) (bool, error) {
+		pvc, err := client.CoreV1().PersistentVolumeClaims(metav1.NamespaceDefault).Get(ctx, smokeClaim, metav1.GetOptions{})
+		return err == nil && pvc.Status.Phase == corev1.ClaimBound, err
+	})
 
+	// A Pod bound to the node (no scheduler or kubelet needed): it is what puts the volume into the
+	// controller's desired state of the world for that node.
+	_, err := client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "smoke-pod"},
+		Spec: corev1.PodSpec{
+			NodeName:   smokeNode,
+			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: smokeClaim},
+			}}},
+		},
+	}, metav1.CreateOptions{})
+	must(t, err)
+
+	var va storagev1.VolumeAttachment
+	rig.Eventually(t, ctx, waitTimeout, "VolumeAttachment created by the attach-detach controller", func(ctx context.Context) (bool, error) {
+		list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, v := range list.Items {
+			if v.Spec.Source.PersistentVolumeName != nil && *v.Spec.Source.PersistentVolumeName == smokePV {
+				va = v
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if va.Spec.Attacher != smokeDriver || va.Spec.NodeName != smokeNode {
+		t.Errorf("VolumeAttachment %s: attacher %q node %q, want %q %q", va.Name, va.Spec.Attacher, va.Spec.NodeName, smokeDriver, smokeNode)
+	}
+	if va.Status.Attached {
+		t.Errorf("VolumeAttachment %s is attached with no CSI attacher running", va.Name)
+	}
+}
+
+// createAttachableVolume creates the node, the CSIDriver, a PersistentVolume of it and a claim the PV is
+// pre-bound to.
+func createAttachableVolume(t *testing.T, ctx context.Context, client kubernetes.Interface) {
+	t.Helper()
 	// The attach-detach controller manages only nodes whose kubelet handed attach/detach to it, which
 	// the kubelet says with this annotation; on other nodes it leaves attaching to the kubelet.
 	_, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-		Name:        node,
+		Name:        smokeNode,
 		Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
 	}}, metav1.CreateOptions{})
 	must(t, err)
@@ -66,7 +113,7 @@ func testAttachDetach(t *testing.T, client kubernetes.Interface) {
 	// attachRequired makes the CSI plugin in kube-controller-manager treat the volume as attachable.
 	attach := true
 	_, err = client.StorageV1().CSIDrivers().Create(ctx, &storagev1.CSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: driver},
+		ObjectMeta: metav1.ObjectMeta{Name: smokeDriver},
 		Spec:       storagev1.CSIDriverSpec{AttachRequired: &attach},
 	}, metav1.CreateOptions{})
 	must(t, err)
@@ -74,7 +121,7 @@ func testAttachDetach(t *testing.T, client kubernetes.Interface) {
 	size := resource.MustParse("1Gi")
 	noClass := ""
 	_, err = client.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		ObjectMeta: metav1.ObjectMeta{Name: smokePV},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
@@ -82,64 +129,23 @@ func testAttachDetach(t *testing.T, client kubernetes.Interface) {
 			StorageClassName:              noClass,
 			// Pre-bound to the claim by name; the binder fills in its UID, which the attach-detach
 			// controller checks before it trusts the binding.
-			ClaimRef: &corev1.ObjectReference{Namespace: ns, Name: claim},
+			ClaimRef: &corev1.ObjectReference{Namespace: metav1.NamespaceDefault, Name: smokeClaim},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{
-				CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "smoke-volume-1"},
+				CSI: &corev1.CSIPersistentVolumeSource{Driver: smokeDriver, VolumeHandle: "smoke-volume-1"},
 			},
 		},
 	}, metav1.CreateOptions{})
 	must(t, err)
-	_, err = client.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: claim},
+	_, err = client.CoreV1().PersistentVolumeClaims(metav1.NamespaceDefault).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: smokeClaim},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: &noClass,
-			VolumeName:       pvName,
+			VolumeName:       smokePV,
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
 		},
 	}, metav1.CreateOptions{})
 	must(t, err)
-
-	// The attach-detach controller only attaches volumes of Bound claims.
-	poll(t, "PVC bound by the PV binder", func(ctx context.Context) (bool, error) {
-		pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, claim, metav1.GetOptions{})
-		return err == nil && pvc.Status.Phase == corev1.ClaimBound, err
-	})
-
-	// A Pod bound to the node (no scheduler or kubelet needed): it is what puts the volume into the
-	// controller's desired state of the world for that node.
-	_, err = client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke-pod"},
-		Spec: corev1.PodSpec{
-			NodeName:   node,
-			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:never-pulled"}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim},
-			}}},
-		},
-	}, metav1.CreateOptions{})
-	must(t, err)
-
-	var va storagev1.VolumeAttachment
-	poll(t, "VolumeAttachment created by the attach-detach controller", func(ctx context.Context) (bool, error) {
-		list, err := client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, v := range list.Items {
-			if v.Spec.Source.PersistentVolumeName != nil && *v.Spec.Source.PersistentVolumeName == pvName {
-				va = v
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if va.Spec.Attacher != driver || va.Spec.NodeName != node {
-		t.Errorf("VolumeAttachment %s: attacher %q node %q, want %q %q", va.Name, va.Spec.Attacher, va.Spec.NodeName, driver, node)
-	}
-	if va.Status.Attached {
-		t.Errorf("VolumeAttachment %s is attached with no CSI attacher running", va.Name)
-	}
 }
 
 // testServiceAccountRBAC shows a ServiceAccount kubeconfig authenticates as that account and gets
@@ -192,7 +198,7 @@ subjects:
 	must(t, c.Apply(ctx, manifest))
 
 	// The authorizer learns of new bindings through its informer, a moment after the write.
-	poll(t, "configmaps listable after the RoleBinding", func(ctx context.Context) (bool, error) {
+	rig.Eventually(t, ctx, waitTimeout, "configmaps listable after the RoleBinding", func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		if apierrors.IsForbidden(err) {
 			return false, nil
@@ -249,15 +255,6 @@ spec:
 	must(t, err)
 	if size, found, err := unstructured.NestedInt64(w.Object, "spec", "size"); err != nil || !found || size != 3 {
 		t.Errorf("widget spec.size = %d (found %v, %v), want 3", size, found, err)
-	}
-}
-
-func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	if err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 

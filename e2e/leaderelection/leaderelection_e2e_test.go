@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/shared/httpserver"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/leaderelection"
@@ -36,12 +38,31 @@ const (
 )
 
 type candidate struct {
-	id      string
-	http    *httpserver.Server
-	cancel  context.CancelFunc
-	leading chan time.Time // receives when work starts
-	stopped chan time.Time // receives when work has drained
-	runErr  chan error
+	id       string
+	http     *httpserver.Server
+	cancel   context.CancelFunc
+	leading  chan time.Time // receives when work starts
+	draining chan time.Time // receives when work has seen its context end and starts draining
+	finish   chan struct{}  // closed by endDrain: the drain is over
+	stopped  chan time.Time // receives when work has drained
+	runErr   chan error
+	endOnce  sync.Once
+}
+
+// endDrain lets the candidate's work return.
+func (c *candidate) endDrain() { c.endOnce.Do(func() { close(c.finish) }) }
+
+// stop ends the candidate's work and returns when it started draining; the drain lasts until endDrain.
+func (c *candidate) stop(t *testing.T) time.Time {
+	t.Helper()
+	c.cancel()
+	select {
+	case at := <-c.draining:
+		return at
+	case <-time.After(time.Minute):
+		t.Fatalf("candidate %s's work never saw its context end", c.id)
+		return time.Time{}
+	}
 }
 
 func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id string) *candidate {
@@ -76,18 +97,21 @@ func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id stri
 
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &candidate{id: id, http: srv, cancel: cancel,
-		leading: make(chan time.Time, 1), stopped: make(chan time.Time, 1), runErr: make(chan error, 1)}
+		leading: make(chan time.Time, 1), draining: make(chan time.Time, 1), finish: make(chan struct{}),
+		stopped: make(chan time.Time, 1), runErr: make(chan error, 1)}
 	go func() {
 		c.runErr <- e.Run(ctx, func(wctx context.Context) error {
 			c.leading <- time.Now()
 			<-wctx.Done()
-			// Draining in-flight work: the lease must stay ours until this returns.
-			time.Sleep(2 * retryPeriod)
+			// Draining in-flight work, until the test has seen the lease stay ours meanwhile.
+			c.draining <- time.Now()
+			<-c.finish
 			c.stopped <- time.Now()
 			return nil
 		})
 	}()
 	t.Cleanup(func() {
+		c.endDrain()
 		cancel()
 		stopHTTP()
 		if err := <-httpDone; err != nil {
@@ -168,7 +192,9 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 	}
 
 	// Graceful exit of the leader: work drains, then the lease is released.
-	a.cancel()
+	drainStart := a.stop(t)
+	waitRenewedSince(t, observer, lockName, "candidate-a", drainStart)
+	a.endDrain()
 	var drained time.Time
 	select {
 	case drained = <-a.stopped:
@@ -203,13 +229,35 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 		t.Errorf("new leader %s = %d %q, want 200", leaderelection.HealthzPath, code, body)
 	}
 
-	b.cancel()
+	b.stop(t)
+	b.endDrain()
 	<-b.stopped
 	if err := <-b.runErr; err != nil {
 		t.Fatalf("new leader's Run: %v", err)
 	}
 	if got := holder(lease(t, observer, lockName)); got != "" {
 		t.Errorf("lease holder %q after the last candidate exited, want released", got)
+	}
+}
+
+// waitRenewedSince waits until holder renewed the lease after since: a leader whose work drains keeps its
+// lease, and renews it, until the drain is over.
+func waitRenewedSince(t *testing.T, client kubernetes.Interface, name, holderID string, since time.Time) {
+	t.Helper()
+	var lost string
+	rig.Eventually(t, context.Background(), time.Minute, holderID+" renewing lease "+name+" while it drains", func(ctx context.Context) (bool, error) {
+		l, err := client.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if h := holder(l); h != holderID {
+			lost = h
+			return true, nil
+		}
+		return l.Spec.RenewTime != nil && l.Spec.RenewTime.After(since), nil
+	})
+	if lost != "" || holder(lease(t, client, name)) != holderID {
+		t.Fatalf("lease holder %q while %s drains, want %s: the lease went before the work was done", lost, holderID, holderID)
 	}
 }
 
