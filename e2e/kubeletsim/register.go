@@ -60,21 +60,28 @@ func (n *Node) register(ctx context.Context) error {
 	for k, v := range segments {
 		nodeLabels[k] = v
 	}
-	ids, err := json.Marshal(map[string]string{n.driver: n.nodeID})
-	if err != nil {
-		return err
-	}
-	annotations := map[string]string{annotationControllerAD: "true", annotationNodeID: string(ids)}
 	node, err := n.client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		node = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: nodeLabels, Annotations: annotations}}
+		ids, err := nodeIDAnnotation("", n.driver, n.nodeID)
+		if err != nil {
+			return err
+		}
+		node = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: nodeLabels,
+			Annotations: map[string]string{annotationControllerAD: "true", annotationNodeID: ids}}}
 		if node, err = n.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("kubeletsim: create node: %w", err)
 		}
 	case err != nil:
 		return fmt.Errorf("kubeletsim: get node: %w", err)
 	default:
+		// The Node may already carry other drivers' node IDs (one kubeletsim per plugin on the node, or a
+		// restarted one); the annotation is one JSON map for all of them, so this driver's entry is merged in.
+		ids, err := nodeIDAnnotation(node.Annotations[annotationNodeID], n.driver, n.nodeID)
+		if err != nil {
+			return fmt.Errorf("kubeletsim: node %s: %w", n.cfg.NodeName, err)
+		}
+		annotations := map[string]string{annotationControllerAD: "true", annotationNodeID: ids}
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": nodeLabels, "annotations": annotations}})
 		if node, err = n.client.CoreV1().Nodes().Patch(ctx, n.cfg.NodeName, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("kubeletsim: update node: %w", err)
@@ -105,6 +112,20 @@ func (n *Node) register(ctx context.Context) error {
 		return err
 	}
 	return n.registerCSINode(ctx, node, info)
+}
+
+// nodeIDAnnotation is the csi.volume.kubernetes.io/nodeid annotation with driver's entry set to nodeID and
+// the other drivers' entries of existing (the annotation's current value, "" for none) kept.
+func nodeIDAnnotation(existing, driver, nodeID string) (string, error) {
+	ids := map[string]string{}
+	if existing != "" {
+		if err := json.Unmarshal([]byte(existing), &ids); err != nil {
+			return "", fmt.Errorf("annotation %s=%q: %w", annotationNodeID, existing, err)
+		}
+	}
+	ids[driver] = nodeID
+	b, err := json.Marshal(ids)
+	return string(b), err
 }
 
 // registerCSINode adds or replaces the driver's entry in the node's CSINode.
