@@ -73,21 +73,11 @@ func (c *Chaos) Supervise(ctx context.Context) error {
 	for {
 		now := time.Now()
 		for _, p := range c.s.Processes() {
-			done, err := p.Exited()
-			if !done {
-				continue
-			}
 			if _, pending := restartAt[p.Name]; !pending {
-				c.mu.Lock()
-				killed := c.killed[p]
-				if !killed {
-					c.ownExits[p.Name]++
+				if done, err := p.Exited(); done {
+					c.ended(p, err)
+					restartAt[p.Name] = now.Add(time.Duration(100+c.rng.IntN(700)) * time.Millisecond)
 				}
-				c.mu.Unlock()
-				if !killed {
-					c.event("%s (pid %d) ended on its own: %v", p.Name, p.Pid(), err)
-				}
-				restartAt[p.Name] = now.Add(time.Duration(100+c.rng.IntN(700)) * time.Millisecond)
 			}
 		}
 		for name, at := range restartAt {
@@ -95,29 +85,8 @@ func (c *Chaos) Supervise(ctx context.Context) error {
 				continue
 			}
 			delete(restartAt, name)
-			p, err := c.s.Restart(ctx, name)
-			switch {
-			case ctx.Err() != nil:
-				return nil
-			case err != nil && p == nil:
-				return fmt.Errorf("restart %s: %w", name, err)
-			case err != nil:
-				// Ended before it served (a kill of the plan can land during start-up): the next round
-				// restarts it again, unless it keeps failing on its own.
-				first, _, _ := strings.Cut(err.Error(), "\n") // the rest is the log tail
-				c.event("restarted %s (pid %d), which ended before serving: %s", name, p.Pid(), first)
-				c.mu.Lock()
-				killed := c.killed[p]
-				c.mu.Unlock()
-				if killed {
-					break
-				}
-				if failed[name]++; failed[name] >= 5 {
-					return fmt.Errorf("restart %s: %d times in a row it did not serve: %w", name, failed[name], err)
-				}
-			default:
-				failed[name] = 0
-				c.event("restarted %s (pid %d)", name, p.Pid())
+			if err := c.restart(ctx, name, failed); err != nil || ctx.Err() != nil {
+				return err
 			}
 		}
 		select {
@@ -126,6 +95,49 @@ func (c *Chaos) Supervise(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// ended records that p ended, counting it as an own exit unless the plan killed it.
+func (c *Chaos) ended(p *Process, err error) {
+	c.mu.Lock()
+	killed := c.killed[p]
+	if !killed {
+		c.ownExits[p.Name]++
+	}
+	c.mu.Unlock()
+	if !killed {
+		c.event("%s (pid %d) ended on its own: %v", p.Name, p.Pid(), err)
+	}
+}
+
+// restart starts the named process again. A start that ends before it serves (a kill of the plan can land
+// during start-up) is left for the next round, unless the process failed so failed[name] times in a row
+// without being killed; that, or a process that cannot be started at all, is an error. An error while ctx
+// ends is not.
+func (c *Chaos) restart(ctx context.Context, name string, failed map[string]int) error {
+	p, err := c.s.Restart(ctx, name)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil && p == nil:
+		return fmt.Errorf("restart %s: %w", name, err)
+	case err != nil:
+		first, _, _ := strings.Cut(err.Error(), "\n") // the rest is the log tail
+		c.event("restarted %s (pid %d), which ended before serving: %s", name, p.Pid(), first)
+		c.mu.Lock()
+		killed := c.killed[p]
+		c.mu.Unlock()
+		if killed {
+			return nil
+		}
+		if failed[name]++; failed[name] >= 5 {
+			return fmt.Errorf("restart %s: %d times in a row it did not serve: %w", name, failed[name], err)
+		}
+	default:
+		failed[name] = 0
+		c.event("restarted %s (pid %d)", name, p.Pid())
+	}
+	return nil
 }
 
 // Execute kills per plan, its times relative to now, and returns after the last kill; Supervise restarts
@@ -176,15 +188,6 @@ func (c *Chaos) WaitRunning(ctx context.Context) error {
 		}
 		return len(down) == 0, fmt.Sprintf("down: %v", down), nil
 	})
-}
-
-func (c *Chaos) allRunning() bool {
-	for _, p := range c.s.Processes() {
-		if done, _ := p.Exited(); done {
-			return false
-		}
-	}
-	return true
 }
 
 func (c *Chaos) event(format string, args ...any) {

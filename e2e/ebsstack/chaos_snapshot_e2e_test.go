@@ -70,23 +70,14 @@ func chaosSnapshots(ctx context.Context, s *Stack, volumes []string) error {
 }
 
 // retryCSI calls call, each attempt bounded to 10 s, until it reports done or ctx ends; errors are retried
-// after 200 ms as a sidecar would (a killed controller answers Unavailable until it is back).
+// as a sidecar would (a killed controller answers Unavailable until it is back).
 func retryCSI(ctx context.Context, what string, call func(ctx context.Context) (bool, error)) error {
-	var last error
-	for {
+	return poll(ctx, what, func(ctx context.Context) (bool, string, error) {
 		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		done, err := call(callCtx)
-		cancel()
-		if done {
-			return nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return done, fmt.Sprintf("last error: %v", err), nil
+	})
 }
 
 // snapshotVolumes picks up to n volume IDs, in a stable order, from the claims' volumes.

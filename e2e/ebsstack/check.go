@@ -7,23 +7,6 @@ import (
 	"strings"
 )
 
-// MountsUnder lists the mount points at or below dir (from /proc/self/mountinfo).
-func MountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	dir = filepath.Clean(dir)
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			out = append(out, f[4])
-		}
-	}
-	return out, nil
-}
-
 // mountFSType is the file-system type mounted at path, or "" if nothing is.
 func mountFSType(path string) (string, error) {
 	b, err := os.ReadFile("/proc/self/mountinfo")

@@ -420,7 +420,7 @@ func (s *Stack) Stop() error {
 		}
 	}
 	// Never delete a tree that still has something mounted in it: that would delete the volume's data.
-	if left, err := MountsUnder(s.Dir); err != nil || len(left) > 0 {
+	if left, err := kubeletsim.MountsUnder(s.Dir); err != nil || len(left) > 0 {
 		errs = append(errs, fmt.Errorf("mounts left under %s: %v (%v)", s.Dir, left, err))
 	} else if s.removeDir {
 		if err := os.RemoveAll(s.Dir); err != nil {

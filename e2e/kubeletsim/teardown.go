@@ -29,7 +29,7 @@ func (n *Node) tearDownPod(ctx context.Context, key string) error {
 		return err
 	}
 	podDir := n.paths.podDir(ps.uid)
-	if mounted, err := mountsUnder(podDir); err != nil || len(mounted) > 0 {
+	if mounted, err := MountsUnder(podDir); err != nil || len(mounted) > 0 {
 		return fmt.Errorf("pod directory %s still has mounts %v (%v)", podDir, mounted, err)
 	}
 	if err := os.RemoveAll(podDir); err != nil {

@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mountsUnder lists the mount points at or below dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
+// MountsUnder lists the mount points at or below dir, deepest first (from /proc/self/mountinfo).
+func MountsUnder(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -63,7 +63,7 @@ func unescapeMountPath(s string) string {
 // unmountAll unmounts everything mounted at or below dir, deepest first: the safety net of Stop for
 // mounts the plugin did not take down.
 func unmountAll(dir string) error {
-	mps, err := mountsUnder(dir)
+	mps, err := MountsUnder(dir)
 	if err != nil {
 		return err
 	}
