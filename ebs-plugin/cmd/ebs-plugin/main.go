@@ -7,9 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/app"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
+	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
 
@@ -29,10 +28,32 @@ func main() {
 
 // options is the parsed command line: the driver's config plus the compatibility-only flags main handles.
 type options struct {
-	cfg                                                                            app.Config
-	logging                                                                        *logsapi.LoggingConfiguration
-	showVersion, logToStderr, otel, sdkDebug, deprecatedMetrics, nodeLocal, winHPC bool
-	extraVolumeTags, mountPointPrefix                                              string
+	cfg                            app.Config
+	logging                        *logsapi.LoggingConfiguration
+	showVersion, nodeLocal, winHPC bool
+	// noEffect lists the flags given on the command line that are accepted only so upstream's manifests
+	// keep working; run warns about each.
+	noEffect []ignoredFlag
+}
+
+// ignoredFlag is a flag that was set but does nothing, and why.
+type ignoredFlag struct{ name, reason string }
+
+// noEffectReason says why a compatibility flag does nothing, or ok=false for a flag that works.
+func noEffectReason(name string) (reason string, ok bool) {
+	switch name {
+	case "logtostderr":
+		return "logs always go to stderr", true
+	case "csi-mount-point-prefix":
+		return "the driver's mount points are recognised from the mount table", true
+	case "enable-otel-tracing":
+		return "Stowage does not export OpenTelemetry traces", true
+	case "deprecated-metrics":
+		return "the cloudprovider_aws_* metrics are not emitted", true
+	case "extra-volume-tags":
+		return "deprecated upstream; use --extra-tags", true
+	}
+	return "", false
 }
 
 // parseArgs reads "[mode] [flags]" with upstream's flag names and defaults.
@@ -44,23 +65,26 @@ func parseArgs(args []string) (*options, error) {
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
 	o := &options{cfg: app.Config{Mode: mode, Version: version.Version}, logging: logsapi.NewLoggingConfiguration()}
 	cfg := &o.cfg
+	// Values of the flags that have no effect: parsed, so their syntax is checked, then only warned about.
+	var ignoredBool bool
+	var ignoredString string
 
 	fs.StringVar(&cfg.Endpoint, "endpoint", "unix://tmp/csi.sock", "CSI endpoint (unix:///path or tcp://host:port).")
 	fs.StringVar(&cfg.HTTPEndpoint, "http-endpoint", "", "TCP address for the Prometheus /metrics server (e.g. 0.0.0.0:3301); empty disables it.")
-	fs.StringVar(&cfg.MetricsCertFile, "metrics-cert-file", "", "TLS certificate for the metrics server.")
-	fs.StringVar(&cfg.MetricsKeyFile, "metrics-key-file", "", "TLS key for the metrics server.")
-	fs.BoolVar(&o.otel, "enable-otel-tracing", false, "Accepted for compatibility; Stowage does not export traces and logs a warning when set.")
+	fs.StringVar(&cfg.MetricsCertFile, "metrics-cert-file", "", "PEM certificate (chain) for the metrics server; with --metrics-key-file it answers HTTPS only.")
+	fs.StringVar(&cfg.MetricsKeyFile, "metrics-key-file", "", "PEM private key of --metrics-cert-file.")
+	fs.BoolVar(&ignoredBool, "enable-otel-tracing", false, "Accepted for compatibility and without effect: Stowage does not export traces. Warned about when set.")
 	fs.StringVar(&cfg.MetadataSources, "metadata-sources", "imds,kubernetes", "Comma-separated instance metadata sources, tried in order: imds, kubernetes.")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "Kubeconfig for the kubernetes metadata source; in-cluster configuration when empty.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
-	fs.BoolVar(&o.logToStderr, "logtostderr", true, "Deprecated, accepted for compatibility: logs always go to stderr.")
+	fs.BoolVar(&ignoredBool, "logtostderr", true, "Accepted for compatibility and without effect: logs always go to stderr. Warned about when set.")
 	fs.StringVar(&cfg.UserAgentExtra, "user-agent-extra", "", "Extra string appended to the EC2 user agent.")
-	fs.BoolVar(&o.sdkDebug, "aws-sdk-debug-log", false, "Accepted for compatibility; use -v=6 for request logging.")
+	fs.BoolVar(&cfg.AWSSDKDebugLog, "aws-sdk-debug-log", false, "Log every EC2 request and response, with bodies, and every retry.")
 	fs.StringVar(&cfg.ExtraTags, "extra-tags", "", "Tags added to every volume and snapshot, as key1=value1,key2=value2.")
 	fs.StringVar(&cfg.KubernetesClusterID, "k8s-tag-cluster-id", "", "Cluster ID for the kubernetes.io/cluster/<id>=owned tags.")
-	fs.StringVar(&o.extraVolumeTags, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags.")
+	fs.StringVar(&ignoredString, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags. Warned about when set.")
 	fs.BoolVar(&cfg.WarnOnInvalidTag, "warn-on-invalid-tag", false, "Log and skip invalid tags instead of failing the request.")
-	fs.BoolVar(&o.deprecatedMetrics, "deprecated-metrics", false, "Accepted for compatibility; the cloudprovider_aws_* metrics are not emitted.")
+	fs.BoolVar(&ignoredBool, "deprecated-metrics", false, "Accepted for compatibility and without effect: the cloudprovider_aws_* metrics are not emitted. Warned about when set.")
 	fs.BoolVar(&o.nodeLocal, "enable-node-local-volumes", false, "Not supported by Stowage; start-up fails when set.")
 	fs.BoolVar(&cfg.Batching, "batching", true, "Merge concurrent Describe* calls into batched EC2 requests (Stowage default: true; upstream's code: false).")
 	fs.DurationVar(&cfg.ModifyVolumeWindow, "modify-volume-request-handler-timeout", 2*time.Second, "Window in which ControllerExpandVolume and ControllerModifyVolume for one volume are merged into one ModifyVolume.")
@@ -68,7 +92,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.IntVar(&cfg.ReservedVolumeAttachments, "reserved-volume-attachments", -1, "Attachment slots reserved for volumes not managed by CSI; -1 counts them from instance metadata.")
 	fs.BoolVar(&o.winHPC, "windows-host-process", false, "Not supported by Stowage (Linux only); start-up fails when set.")
 	fs.BoolVar(&cfg.LegacyXFS, "legacy-xfs", false, "Format XFS without features kernels older than 5.10 cannot mount (bigtime, inobtcount, reflink, nrext64).")
-	fs.StringVar(&o.mountPointPrefix, "csi-mount-point-prefix", "", "Accepted for compatibility; mount points are recognised from the mount table.")
+	fs.StringVar(&ignoredString, "csi-mount-point-prefix", "", "Accepted for compatibility and without effect: mount points are recognised from the mount table. Warned about when set.")
 	fs.StringVar(&cfg.DeviceLinkDir, "device-link-dir", "/dev/disk/by-id", "Directory holding the NVMe by-id links (nvme-Amazon_Elastic_Block_Store_vol...). Stowage addition, for tests and unusual udev setups.")
 	logsapi.AddGoFlags(o.logging, fs)
 
@@ -78,7 +102,19 @@ func parseArgs(args []string) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if reason, ok := noEffectReason(f.Name); ok {
+			o.noEffect = append(o.noEffect, ignoredFlag{name: "--" + f.Name, reason: reason})
+		}
+	})
 	return o, nil
+}
+
+// warnNoEffect names each flag that was set but does nothing, so nobody relies on it unknowingly.
+func warnNoEffect(logger klog.Logger, flags []ignoredFlag) {
+	for _, f := range flags {
+		logger.Info("WARNING: flag has no effect", "flag", f.name, "reason", f.reason)
+	}
 }
 
 func run(args []string) int {
@@ -107,16 +143,11 @@ func run(args []string) int {
 		logger.Error(nil, "--windows-host-process is not supported")
 		return 2
 	}
-	if o.otel || o.sdkDebug || o.deprecatedMetrics {
-		logger.Info("Flags accepted for compatibility have no effect", "enable-otel-tracing", o.otel, "aws-sdk-debug-log", o.sdkDebug, "deprecated-metrics", o.deprecatedMetrics)
-	}
-	if o.extraVolumeTags != "" {
-		logger.Info("--extra-volume-tags is deprecated and has no effect; use --extra-tags")
-	}
+	warnNoEffect(logger, o.noEffect)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// The first SIGINT or SIGTERM stops the driver gracefully, a second one exits at once.
+	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
 	defer stop()
-	ctx = klog.NewContext(ctx, logger)
 	if err := app.Run(ctx, cfg); err != nil {
 		logger.Error(err, "ebs-plugin failed")
 		klog.Flush()

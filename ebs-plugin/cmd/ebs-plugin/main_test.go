@@ -1,8 +1,12 @@
 package main
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
 )
@@ -40,7 +44,7 @@ func TestParseArgs(t *testing.T) {
 			"--logtostderr", "--extra-volume-tags=x=y", "--enable-otel-tracing", "--user-agent-extra=helm", "--modify-volume-request-handler-timeout=5s",
 			"--http-endpoint=0.0.0.0:3301", "--logging-format=json", "--warn-on-invalid-tag", "--csi-mount-point-prefix=/var/lib/kubelet/plugins/kubernetes.io/csi/ebs.csi.aws.com/"},
 			check: func(t *testing.T, o *options) {
-				if o.cfg.Batching || o.cfg.ModifyVolumeWindow != 5*time.Second || o.cfg.KubernetesClusterID != "c1" || !o.otel {
+				if o.cfg.Batching || o.cfg.ModifyVolumeWindow != 5*time.Second || o.cfg.KubernetesClusterID != "c1" || !o.cfg.WarnOnInvalidTag {
 					t.Errorf("%+v", o.cfg)
 				}
 			}},
@@ -57,5 +61,51 @@ func TestParseArgs(t *testing.T) {
 				tc.check(t, o)
 			}
 		})
+	}
+}
+
+func TestFlagsWithoutEffectAreWarnedAboutByName(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantWarn []string
+	}{
+		{name: "none set", args: []string{"node"}},
+		{name: "each flag without effect", args: []string{"--logtostderr", "--csi-mount-point-prefix=/var/lib/kubelet/plugins/kubernetes.io/csi/ebs.csi.aws.com/",
+			"--enable-otel-tracing", "--deprecated-metrics", "--extra-volume-tags=a=b"},
+			wantWarn: []string{"--logtostderr", "--csi-mount-point-prefix", "--enable-otel-tracing", "--deprecated-metrics", "--extra-volume-tags"}},
+		{name: "set to false is still set and ignored", args: []string{"--logtostderr=false"}, wantWarn: []string{"--logtostderr"}},
+		{name: "--aws-sdk-debug-log works, so is not warned about", args: []string{"--aws-sdk-debug-log"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseArgs(tc.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var warned []string
+			logger := funcr.New(func(_, args string) { warned = append(warned, args) }, funcr.Options{})
+			warnNoEffect(logger, o.noEffect)
+			if len(warned) != len(tc.wantWarn) {
+				t.Fatalf("warnings %q, want one for each of %q", warned, tc.wantWarn)
+			}
+			for _, flag := range tc.wantWarn {
+				if !slices.ContainsFunc(warned, func(w string) bool {
+					return strings.Contains(w, `"flag"="`+flag+`"`) && strings.Contains(w, "no effect")
+				}) {
+					t.Errorf("no warning names %s as without effect: %q", flag, warned)
+				}
+			}
+		})
+	}
+}
+
+func TestAWSSDKDebugLogReachesTheConfig(t *testing.T) {
+	o, err := parseArgs([]string{"controller", "--aws-sdk-debug-log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.cfg.AWSSDKDebugLog {
+		t.Fatal("--aws-sdk-debug-log did not set Config.AWSSDKDebugLog")
 	}
 }

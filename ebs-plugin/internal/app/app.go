@@ -20,6 +20,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/mounter"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
+	"github.com/stowage-csi/stowage/shared/httpserver"
 )
 
 // Config is the parsed command line.
@@ -42,6 +43,8 @@ type Config struct {
 	LegacyXFS                 bool
 	DeviceLinkDir             string
 	Version                   string
+	// AWSSDKDebugLog logs every EC2 request and response through klog (--aws-sdk-debug-log).
+	AWSSDKDebugLog bool
 }
 
 // Validate checks flag combinations before anything starts.
@@ -65,79 +68,43 @@ func (c *Config) Validate() error {
 
 // Run starts the driver and blocks until ctx ends or serving fails.
 func Run(ctx context.Context, c Config) error {
-	if err := c.Validate(); err != nil {
+	p, err := build(ctx, c)
+	if err != nil {
 		return err
 	}
-	logger := klog.FromContext(ctx)
+	return p.run(ctx)
+}
+
+// plugin is the built driver and its metrics server, ready to serve.
+type plugin struct {
+	driver  *driver.Driver
+	metrics *httpserver.Server // nil without --http-endpoint
+}
+
+// build validates c and assembles the plugin. The metrics endpoint is bound last, so a failure before it
+// leaves no listener behind, and a port conflict still fails start-up.
+func build(ctx context.Context, c Config) (*plugin, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
 	rec := metrics.New()
-	if c.HTTPEndpoint != "" {
-		addr, err := rec.Serve(ctx, c.HTTPEndpoint, "/metrics", c.MetricsCertFile, c.MetricsKeyFile)
-		if err != nil {
-			return err
-		}
-		logger.Info("Serving metrics", "address", addr)
-	}
-
-	var tags map[string]string
 	var cloudAPI driver.Cloud
+	var tags map[string]string
 	if c.Mode != driver.ModeNode {
-		var err error
-		if tags, err = params.ParseExtraTags(c.ExtraTags); err != nil {
-			if !c.WarnOnInvalidTag {
-				return fmt.Errorf("--extra-tags: %w", err)
-			}
-			logger.Info("Ignoring invalid --extra-tags", "err", err.Error())
-			tags = nil
-		}
-		region := os.Getenv("AWS_REGION")
-		if region == "" {
-			region = os.Getenv("AWS_DEFAULT_REGION")
-		}
-		if region == "" {
-			inst, err := metadata.NewIMDS().Get(ctx)
-			if err != nil {
-				return fmt.Errorf("no AWS_REGION and instance metadata unavailable: %w", err)
-			}
-			region = inst.Region
-		}
-		ua := "ebs-csi-driver/stowage-" + c.Version
-		if c.UserAgentExtra != "" {
-			ua += "-" + c.UserAgentExtra
-		}
-		cl, err := cloud.New(ctx, cloud.Config{Region: region, Batching: c.Batching, UserAgent: sanitizeAppID(ua), Metrics: rec})
+		cl, t, err := controllerCloud(ctx, c, rec)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		cloudAPI = cl
+		cloudAPI, tags = cl, t
 	}
-
 	var mnt driver.Mounter
 	var meta driver.MetadataSource
 	if c.Mode != driver.ModeController {
-		if missing := mounter.ToolsAvailable(); len(missing) > 0 {
-			logger.Info("Host tools missing; node operations that need them will fail", "missing", missing)
+		var err error
+		if mnt, meta, err = nodeServices(ctx, c); err != nil {
+			return nil, err
 		}
-		mnt = mounter.New(c.DeviceLinkDir, c.LegacyXFS)
-		names, err := metadata.ParseSources(c.MetadataSources)
-		if err != nil {
-			return err
-		}
-		var sources metadata.Sources
-		for _, n := range names {
-			switch n {
-			case "imds":
-				sources = append(sources, metadata.NewIMDS())
-			case "kubernetes":
-				nodes, err := nodeClient(c.Kubeconfig)
-				if err != nil {
-					logger.Info("Kubernetes metadata source has no client", "err", err.Error())
-				}
-				sources = append(sources, metadata.NewKubernetes(nodes, ""))
-			}
-		}
-		meta = sources
 	}
-
 	d, err := driver.New(driver.Options{
 		Mode:                      c.Mode,
 		Endpoint:                  c.Endpoint,
@@ -150,9 +117,106 @@ func Run(ctx context.Context, c Config) error {
 		ReservedVolumeAttachments: c.ReservedVolumeAttachments,
 	}, cloudAPI, mnt, meta)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return d.Run(ctx)
+	p := &plugin{driver: d}
+	if c.HTTPEndpoint != "" {
+		if p.metrics, err = listenMetrics(c); err != nil {
+			return nil, err
+		}
+		p.metrics.Handle("/metrics", rec.Handler())
+	}
+	return p, nil
+}
+
+// listenMetrics binds --http-endpoint, over TLS when --metrics-cert-file and --metrics-key-file are set.
+func listenMetrics(c Config) (*httpserver.Server, error) {
+	if c.MetricsCertFile != "" {
+		return httpserver.ListenTLS(c.HTTPEndpoint, c.MetricsCertFile, c.MetricsKeyFile)
+	}
+	return httpserver.Listen(c.HTTPEndpoint)
+}
+
+// run serves CSI and metrics until ctx ends or one of them fails, which stops the other; it returns once
+// both have stopped, with the first failure.
+func (p *plugin) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, 2)
+	servers := 1
+	go func() { errs <- p.driver.Run(ctx) }()
+	if p.metrics != nil {
+		servers++
+		go func() { errs <- p.metrics.Serve(ctx) }()
+	}
+	var first error
+	for range servers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			cancel()
+		}
+	}
+	return first
+}
+
+// controllerCloud builds the EC2 client and parses --extra-tags for the controller.
+func controllerCloud(ctx context.Context, c Config, rec *metrics.Recorder) (*cloud.Cloud, map[string]string, error) {
+	logger := klog.FromContext(ctx)
+	tags, err := params.ParseExtraTags(c.ExtraTags)
+	if err != nil {
+		if !c.WarnOnInvalidTag {
+			return nil, nil, fmt.Errorf("--extra-tags: %w", err)
+		}
+		logger.Info("Ignoring invalid --extra-tags", "err", err.Error())
+		tags = nil
+	}
+	region := os.Getenv("AWS_REGION")
+	if region == "" {
+		region = os.Getenv("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		inst, err := metadata.NewIMDS().Get(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("no AWS_REGION and instance metadata unavailable: %w", err)
+		}
+		region = inst.Region
+	}
+	ua := "ebs-csi-driver/stowage-" + c.Version
+	if c.UserAgentExtra != "" {
+		ua += "-" + c.UserAgentExtra
+	}
+	cl, err := cloud.New(ctx, cloud.Config{Region: region, Batching: c.Batching, UserAgent: sanitizeAppID(ua), Metrics: rec,
+		DebugLog: c.AWSSDKDebugLog})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, tags, nil
+}
+
+// nodeServices builds the node's mounter and its instance metadata sources, in --metadata-sources order.
+func nodeServices(ctx context.Context, c Config) (driver.Mounter, driver.MetadataSource, error) {
+	logger := klog.FromContext(ctx)
+	if missing := mounter.ToolsAvailable(); len(missing) > 0 {
+		logger.Info("Host tools missing; node operations that need them will fail", "missing", missing)
+	}
+	names, err := metadata.ParseSources(c.MetadataSources)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sources metadata.Sources
+	for _, n := range names {
+		switch n {
+		case "imds":
+			sources = append(sources, metadata.NewIMDS())
+		case "kubernetes":
+			nodes, err := nodeClient(c.Kubeconfig)
+			if err != nil {
+				logger.Info("Kubernetes metadata source has no client", "err", err.Error())
+			}
+			sources = append(sources, metadata.NewKubernetes(nodes, ""))
+		}
+	}
+	return mounter.New(c.DeviceLinkDir, c.LegacyXFS), sources, nil
 }
 
 func nodeClient(kubeconfig string) (metadata.NodeGetter, error) {

@@ -30,6 +30,8 @@ type Config struct {
 	Batching  bool
 	UserAgent string
 	Metrics   *metrics.Recorder
+	// DebugLog logs every EC2 request and response through klog (--aws-sdk-debug-log).
+	DebugLog bool
 	// Waits; zero values take upstream's.
 	Waits Waits
 	// Clock times the batches' delay; nil means the real clock.
@@ -139,6 +141,9 @@ func New(ctx context.Context, cfg Config) (*Cloud, error) {
 			o.BaseEndpoint = aws.String(endpoint)
 		}
 		o.APIOptions = append(o.APIOptions, metricsMiddleware(cfg.Metrics))
+		if cfg.DebugLog {
+			sdkDebugLogging(o)
+		}
 	})
 	return newCloud(client, cfg), nil
 }

@@ -19,7 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-
+	"github.com/go-logr/logr/funcr"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
@@ -419,5 +420,44 @@ func TestVolumeLimitExceededFindsAVolumeAnEarlierAttemptCreated(t *testing.T) {
 				t.Errorf("DescribeVolumes sent %d times, want once (the tag lookup)", h.count("DescribeVolumes"))
 			}
 		})
+	}
+}
+
+func TestSDKDebugLoggingLogsRequestsWithTheCallersLogger(t *testing.T) {
+	h := &ec2Handler{calls: map[string][]url.Values{}, actions: map[string]func(url.Values) (string, string, string){
+		"DescribeVolumes": describeFrom(map[string]string{"vol-1": volumeXML("vol-1", "available", 1, "")}),
+	}}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	client := ec2.NewFromConfig(aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")},
+		func(o *ec2.Options) { o.BaseEndpoint = aws.String(srv.URL) }, sdkDebugLogging)
+	c := newCloud(client, Config{Waits: fastWaits})
+
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, prefix+" "+args)
+	}, funcr.Options{})
+	ctx := klog.NewContext(context.Background(), logger.WithName("csi-call").WithValues("volumeID", "vol-1"))
+	if _, err := c.GetDisk(ctx, "vol-1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var request, response bool
+	for _, l := range lines {
+		if !strings.Contains(l, "csi-call") || !strings.Contains(l, `"volumeID"="vol-1"`) {
+			t.Errorf("SDK log line without the caller's logger: %s", l)
+		}
+		request = request || strings.Contains(l, "Action=DescribeVolumes")
+		response = response || strings.Contains(l, "<volumeId>vol-1</volumeId>")
+	}
+	if !request || !response {
+		t.Fatalf("request logged %t, response logged %t, in %q", request, response, lines)
+	}
+	if strings.Contains(strings.Join(lines, "\n"), "secret") {
+		t.Error("the secret key was logged")
 	}
 }

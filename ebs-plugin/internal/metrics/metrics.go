@@ -3,17 +3,12 @@
 package metrics
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/klog/v2"
 )
 
 // Recorder records EC2 API calls.
@@ -70,32 +65,7 @@ func (r *Recorder) ObserveThrottle(operation string) {
 // Gatherer exposes the registry, for tests.
 func (r *Recorder) Gatherer() prometheus.Gatherer { return r.registry }
 
-// Serve serves path on addr until ctx ends, over TLS when certFile and keyFile are set. It returns the
-// bound address once listening.
-func (r *Recorder) Serve(ctx context.Context, addr, path, certFile, keyFile string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", fmt.Errorf("metrics: listen on %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(path, promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdownCtx)
-	}()
-	go func() {
-		var err error
-		if certFile != "" {
-			err = srv.ServeTLS(ln, certFile, keyFile)
-		} else {
-			err = srv.Serve(ln)
-		}
-		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			klog.FromContext(ctx).Error(err, "Metrics server stopped")
-		}
-	}()
-	return ln.Addr().String(), nil
+// Handler serves the registry in the Prometheus exposition format.
+func (r *Recorder) Handler() http.Handler {
+	return promhttp.HandlerFor(r.registry, promhttp.HandlerOpts{})
 }

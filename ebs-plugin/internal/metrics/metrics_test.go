@@ -1,9 +1,8 @@
 package metrics
 
 import (
-	"context"
-	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +13,9 @@ func TestRecorderServesUpstreamNames(t *testing.T) {
 	r.ObserveRequest("CreateVolume", 20*time.Millisecond, "")
 	r.ObserveRequest("AttachVolume", time.Millisecond, "AttachmentLimitExceeded")
 	r.ObserveThrottle("DescribeVolumes")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addr, err := r.Serve(ctx, "127.0.0.1:0", "/metrics", "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	rw := httptest.NewRecorder()
+	r.Handler().ServeHTTP(rw, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	body := rw.Body.Bytes()
 	for _, want := range []string{
 		`aws_ebs_csi_api_request_duration_seconds_count{request="CreateVolume"} 1`,
 		`aws_ebs_csi_api_request_errors_total{code="AttachmentLimitExceeded",request="AttachVolume"} 1`,

@@ -1,0 +1,81 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/testutil"
+)
+
+// nodeConfig is a node-mode configuration that needs no AWS: metadata from a Kubernetes source without a
+// cluster, which fails only when asked.
+func nodeConfig(t *testing.T) Config {
+	return Config{Mode: driver.ModeNode, Endpoint: "unix://" + filepath.Join(t.TempDir(), "csi.sock"), HTTPEndpoint: "127.0.0.1:0",
+		MetadataSources: "kubernetes", Kubeconfig: filepath.Join(t.TempDir(), "no-kubeconfig"),
+		VolumeAttachLimit: -1, ReservedVolumeAttachments: -1, ModifyVolumeWindow: time.Second, DeviceLinkDir: t.TempDir()}
+}
+
+func TestMetricsServeHTTPSWithTheCertificateFlagsAndStopWithRun(t *testing.T) {
+	certFile, keyFile, pool := testutil.SelfSignedCert(t)
+	c := nodeConfig(t)
+	c.MetricsCertFile, c.MetricsKeyFile = certFile, keyFile
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p, err := build(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan error, 1)
+	go func() { ran <- p.run(ctx) }()
+
+	url := p.metrics.URL("/metrics")
+	if !strings.HasPrefix(url, "https://") {
+		t.Fatalf("metrics URL %s, want https", url)
+	}
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	defer transport.CloseIdleConnections()
+	// The listener is bound by build, so the request waits in its backlog if Serve has not started yet.
+	resp, err := (&http.Client{Transport: transport}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "go_goroutines") {
+		t.Fatalf("GET %s = %d, %v:\n%s", url, resp.StatusCode, err, body)
+	}
+	transport.CloseIdleConnections()
+
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("run after cancel = %v, want nil", err)
+	}
+}
+
+func TestRunStopsMetricsWhenCSIFails(t *testing.T) {
+	c := nodeConfig(t)
+	c.Endpoint = "tcp://256.0.0.1:1" // cannot be bound
+	p, err := build(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No cancel: run returns only because the CSI server failed and took the metrics server down with it.
+	if err := p.run(context.Background()); err == nil || !strings.Contains(err.Error(), "256.0.0.1") {
+		t.Fatalf("run = %v, want the CSI listen error", err)
+	}
+}
+
+func TestBuildFailsOnUnreadableCertificate(t *testing.T) {
+	c := nodeConfig(t)
+	c.MetricsCertFile, c.MetricsKeyFile = filepath.Join(t.TempDir(), "missing.crt"), filepath.Join(t.TempDir(), "missing.key")
+	if _, err := build(context.Background(), c); err == nil || !strings.Contains(err.Error(), "missing.crt") {
+		t.Fatalf("build = %v, want an error naming the certificate", err)
+	}
+}
