@@ -57,34 +57,11 @@ func (s *Server) attachVolume(r *request) (any, *apiError) {
 	if aerr := notCreating(v, r.now); aerr != nil {
 		return nil, aerr
 	}
-	for _, a := range v.Attachments {
-		if a.InstanceID == in.ID {
-			return nil, newError(http.StatusBadRequest, "VolumeInUse", "%s is already attached to an instance", v.ID)
-		}
+	if aerr := volumeAttachable(v, in.ID); aerr != nil {
+		return nil, aerr
 	}
-	if len(v.Attachments) > 0 && !v.MultiAttach {
-		return nil, newError(http.StatusBadRequest, "VolumeInUse", "%s is already attached to an instance", v.ID)
-	}
-	if len(v.Attachments) >= 16 {
-		return nil, newError(http.StatusBadRequest, "AttachmentLimitExceeded", "Volume %s is already attached to the maximum of 16 instances.", v.ID)
-	}
-	used := 0
-	for _, other := range s.st.Volumes {
-		for _, a := range other.Attachments {
-			if a.InstanceID != in.ID {
-				continue
-			}
-			used++
-			if a.Device == device {
-				return nil, errInvalidValue("Invalid value '%s' for unixDevice. Attachment point %s is already in use", device, device)
-			}
-		}
-	}
-	if device == rootDevice || device == "/dev/sda1" {
-		return nil, errInvalidValue("Invalid value '%s' for unixDevice. Attachment point %s is already in use", device, device)
-	}
-	if int64(used) >= it.volumeSlots() {
-		return nil, errAttachmentLimit(in.ID)
+	if aerr := s.deviceFree(in, it, device); aerr != nil {
+		return nil, aerr
 	}
 	if aerr := r.stopIfDryRun(); aerr != nil {
 		return nil, aerr
@@ -103,6 +80,48 @@ func (s *Server) attachVolume(r *request) (any, *apiError) {
 	r.mutated = true
 	x := attachmentXML(v.ID, a)
 	return &x, nil
+}
+
+// volumeAttachable refuses a volume already attached to the instance, or attached elsewhere without
+// multi-attach, or attached to as many instances as multi-attach allows.
+func volumeAttachable(v *volume, instID string) *apiError {
+	for _, a := range v.Attachments {
+		if a.InstanceID == instID {
+			return newError(http.StatusBadRequest, "VolumeInUse", "%s is already attached to an instance", v.ID)
+		}
+	}
+	if len(v.Attachments) > 0 && !v.MultiAttach {
+		return newError(http.StatusBadRequest, "VolumeInUse", "%s is already attached to an instance", v.ID)
+	}
+	if len(v.Attachments) >= 16 {
+		return newError(http.StatusBadRequest, "AttachmentLimitExceeded", "Volume %s is already attached to the maximum of 16 instances.", v.ID)
+	}
+	return nil
+}
+
+// deviceFree refuses a device name the instance already uses (its root device included), and an instance with
+// every volume slot of its type taken.
+func (s *Server) deviceFree(in Instance, it instanceType, device string) *apiError {
+	inUse := errInvalidValue("Invalid value '%s' for unixDevice. Attachment point %s is already in use", device, device)
+	used := 0
+	for _, other := range s.st.Volumes {
+		for _, a := range other.Attachments {
+			if a.InstanceID != in.ID {
+				continue
+			}
+			used++
+			if a.Device == device {
+				return inUse
+			}
+		}
+	}
+	if device == rootDevice || device == "/dev/sda1" {
+		return inUse
+	}
+	if int64(used) >= it.volumeSlots() {
+		return errAttachmentLimit(in.ID)
+	}
+	return nil
 }
 
 func (s *Server) detachVolume(r *request) (any, *apiError) {

@@ -46,61 +46,17 @@ type lockSnapshotResponse struct {
 }
 
 func (s *Server) lockSnapshot(r *request) (any, *apiError) {
-	f := r.form
-	id := f.str("SnapshotId")
+	id := r.form.str("SnapshotId")
 	sn, aerr := s.lookupSnapshot(id, "snapshotId")
 	if aerr != nil {
 		return nil, aerr
 	}
-	mode := f.str("LockMode")
-	switch mode {
-	case "":
-		return nil, errMissing("lockMode")
-	case "governance", "compliance":
-	default:
-		return nil, errBadParam("lockMode", mode)
-	}
-	days, daysSet, aerr := f.integer("LockDuration")
+	lock, aerr := readLock(r.form, r.now)
 	if aerr != nil {
 		return nil, aerr
-	}
-	expStr, expSet := f.get("ExpirationDate")
-	if daysSet == expSet {
-		return nil, errCombination("Specify exactly one of lockDuration and expirationDate.")
-	}
-	lock := &snapshotLock{Mode: mode, CreatedOn: r.now, DurationStart: r.now}
-	if daysSet {
-		if days < 1 || days > 36500 {
-			return nil, errInvalidValue("Value (%d) for parameter lockDuration is invalid. It must be between 1 and 36500 days.", days)
-		}
-		lock.DurationDays = days
-		lock.ExpiresOn = r.now.Add(time.Duration(days) * 24 * time.Hour)
-	} else {
-		exp, err := time.Parse(time.RFC3339Nano, expStr)
-		if err != nil {
-			return nil, errBadParam("expirationDate", expStr)
-		}
-		if !exp.After(r.now) {
-			return nil, errInvalidValue("The expirationDate must be in the future.")
-		}
-		lock.ExpiresOn = exp
-	}
-	hours, hoursSet, aerr := f.integer("CoolOffPeriod")
-	if aerr != nil {
-		return nil, aerr
-	}
-	if hoursSet {
-		if mode != "compliance" {
-			return nil, errCombination("The parameter coolOffPeriod is supported only in compliance mode.")
-		}
-		if hours < 1 || hours > 72 {
-			return nil, errInvalidValue("Value (%d) for parameter coolOffPeriod is invalid. It must be between 1 and 72 hours.", hours)
-		}
-		lock.CoolOffHours = hours
-		lock.CoolOffEndsOn = r.now.Add(time.Duration(hours) * time.Hour)
 	}
 	if old := sn.Lock; old != nil && old.state(r.now) != "expired" {
-		if !old.changeable(r.now) && (mode != "compliance" || lock.ExpiresOn.Before(old.ExpiresOn)) {
+		if !old.changeable(r.now) && (lock.Mode != "compliance" || lock.ExpiresOn.Before(old.ExpiresOn)) {
 			return nil, errIncorrectState("Snapshot %s is locked in compliance mode; its lock can only be extended.", id)
 		}
 		lock.CreatedOn = old.CreatedOn
@@ -122,6 +78,57 @@ func (s *Server) lockSnapshot(r *request) (any, *apiError) {
 		out.CoolOffPeriodExpiresOn = ts(lock.CoolOffEndsOn)
 	}
 	return out, nil
+}
+
+// readLock reads a new lock's mode, its end (a duration in days or a date) and, in compliance mode, its
+// cooling-off period.
+func readLock(f *form, now time.Time) (*snapshotLock, *apiError) {
+	mode := f.str("LockMode")
+	switch mode {
+	case "":
+		return nil, errMissing("lockMode")
+	case "governance", "compliance":
+	default:
+		return nil, errBadParam("lockMode", mode)
+	}
+	days, daysSet, aerr := f.integer("LockDuration")
+	if aerr != nil {
+		return nil, aerr
+	}
+	expStr, expSet := f.get("ExpirationDate")
+	if daysSet == expSet {
+		return nil, errCombination("Specify exactly one of lockDuration and expirationDate.")
+	}
+	lock := &snapshotLock{Mode: mode, CreatedOn: now, DurationStart: now}
+	if daysSet {
+		if days < 1 || days > 36500 {
+			return nil, errInvalidValue("Value (%d) for parameter lockDuration is invalid. It must be between 1 and 36500 days.", days)
+		}
+		lock.DurationDays = days
+		lock.ExpiresOn = now.Add(time.Duration(days) * 24 * time.Hour)
+	} else {
+		exp, err := time.Parse(time.RFC3339Nano, expStr)
+		if err != nil {
+			return nil, errBadParam("expirationDate", expStr)
+		}
+		if !exp.After(now) {
+			return nil, errInvalidValue("The expirationDate must be in the future.")
+		}
+		lock.ExpiresOn = exp
+	}
+	hours, hoursSet, aerr := f.integer("CoolOffPeriod")
+	if aerr != nil || !hoursSet {
+		return lock, aerr
+	}
+	if mode != "compliance" {
+		return nil, errCombination("The parameter coolOffPeriod is supported only in compliance mode.")
+	}
+	if hours < 1 || hours > 72 {
+		return nil, errInvalidValue("Value (%d) for parameter coolOffPeriod is invalid. It must be between 1 and 72 hours.", hours)
+	}
+	lock.CoolOffHours = hours
+	lock.CoolOffEndsOn = now.Add(time.Duration(hours) * time.Hour)
+	return lock, nil
 }
 
 type unlockSnapshotResponse struct {

@@ -9,24 +9,30 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-func TestSnapshotLocks(t *testing.T) {
+// startLocks starts an emulator on a fake clock with one available volume, and returns a function that
+// snapshots it.
+func startLocks(t *testing.T) (*ec2.Client, *fakeClock, func() *string) {
+	t.Helper()
 	s, clk := startFake(t, nil)
 	c := newClient(t, s)
-	ctx := ctxT(t)
-	vol, err := c.CreateVolume(ctx, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1)})
+	vol, err := c.CreateVolume(ctxT(t), &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(3 * time.Second)
-	newSnap := func() *string {
+	clk.Advance(createMax)
+	return c, clk, func() *string {
 		t.Helper()
-		out, err := c.CreateSnapshot(ctx, &ec2.CreateSnapshotInput{VolumeId: vol.VolumeId})
+		out, err := c.CreateSnapshot(ctxT(t), &ec2.CreateSnapshotInput{VolumeId: vol.VolumeId})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out.SnapshotId
 	}
+}
 
+func TestLockSnapshotValidation(t *testing.T) {
+	c, _, newSnap := startLocks(t)
+	ctx := ctxT(t)
 	for _, tt := range []struct {
 		name string
 		in   ec2.LockSnapshotInput
@@ -46,10 +52,16 @@ func TestSnapshotLocks(t *testing.T) {
 			wantCode(t, err, tt.code)
 		})
 	}
-	_, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: aws.String("snap-00000000000000001"), LockMode: types.LockModeGovernance, LockDuration: aws.Int32(1)})
+	_, err := c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: aws.String("snap-00000000000000001"), LockMode: types.LockModeGovernance, LockDuration: aws.Int32(1)})
 	wantCode(t, err, "InvalidSnapshot.NotFound")
+	_, err = c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: newSnap()})
+	wantCode(t, err, "IncorrectState")
+}
 
-	// Governance: no delete while locked; unlock, then delete.
+// A governance lock refuses deletion until it is removed.
+func TestGovernanceLock(t *testing.T) {
+	c, _, newSnap := startLocks(t)
+	ctx := ctxT(t)
 	gov := newSnap()
 	out, err := c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: gov, LockMode: types.LockModeGovernance, LockDuration: aws.Int32(2)})
 	if err != nil {
@@ -66,10 +78,15 @@ func TestSnapshotLocks(t *testing.T) {
 	if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: gov}); err != nil {
 		t.Errorf("delete after unlock: %v", err)
 	}
+}
 
-	// Compliance with a cooling-off period: changeable during it, only extendable after, deletable once expired.
+// A compliance lock with a cooling-off period is changeable during it, only extendable after it, and the
+// snapshot is deletable once the lock has expired.
+func TestComplianceLock(t *testing.T) {
+	c, clk, newSnap := startLocks(t)
+	ctx := ctxT(t)
 	comp := newSnap()
-	out, err = c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: comp, LockMode: types.LockModeCompliance, LockDuration: aws.Int32(2), CoolOffPeriod: aws.Int32(1)})
+	out, err := c.LockSnapshot(ctx, &ec2.LockSnapshotInput{SnapshotId: comp, LockMode: types.LockModeCompliance, LockDuration: aws.Int32(2), CoolOffPeriod: aws.Int32(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +108,4 @@ func TestSnapshotLocks(t *testing.T) {
 	if _, err := c.DeleteSnapshot(ctx, &ec2.DeleteSnapshotInput{SnapshotId: comp}); err != nil {
 		t.Errorf("delete after the lock expired: %v", err)
 	}
-	_, err = c.UnlockSnapshot(ctx, &ec2.UnlockSnapshotInput{SnapshotId: newSnap()})
-	wantCode(t, err, "IncorrectState")
 }

@@ -72,6 +72,55 @@ func attachAndWait(t *testing.T, c *ec2.Client, vol, dev string) {
 	waitAttached(t, c, vol, testInstance)
 }
 
+// writeDevice writes data at off through a block device and syncs it, as a filesystem on the node would.
+func writeDevice(t *testing.T, path string, off int64, data []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(data, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readDevice reads n bytes at off from a block device.
+func readDevice(t *testing.T, path string, off int64, n int) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatalf("reading %s: %v", path, err)
+	}
+	return b
+}
+
+// detachLeavesNoDevice detaches the volume and checks that its link and loop device went with it.
+func detachLeavesNoDevice(t *testing.T, c *ec2.Client, dir, vol, link string) {
+	t.Helper()
+	dev, _ := os.Readlink(link)
+	if _, err := c.DetachVolume(ctxT(t), &ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)}); err != nil {
+		t.Fatal(err)
+	}
+	waitVolumeState(t, c, vol, types.VolumeStateAvailable)
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("link %s still there after detach (%v)", link, err)
+	}
+	for _, l := range loopsBackedBy(t, dir) {
+		if "/dev/"+l == dev {
+			t.Errorf("%s still bound after detach", dev)
+		}
+	}
+}
+
 func TestE2ELoopDeviceDataPath(t *testing.T) {
 	dir := t.TempDir()
 	cfg := Config{DataDir: dir, TimeScale: 0.01, Instances: []Instance{{ID: testInstance, Zone: testZone, Type: "m5.large", Local: true}}}
@@ -99,34 +148,16 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 		t.Errorf("device size %d", size)
 	}
 
-	// Write through the device, as a filesystem on the node would.
 	payload := bytes.Repeat([]byte("stowage!"), 512)
-	f, err := os.OpenFile(link, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(payload, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	_ = f.Close()
+	writeDevice(t, link, 64<<20, payload)
 
 	snap := createSnapshot(t, c, vol)
 	waitSnapshot(t, c, snap)
 	restored := createVolume(t, c, &ec2.CreateVolumeInput{SnapshotId: aws.String(snap)})
 	attachAndWait(t, c, restored, "/dev/xvdab")
 	rlink := filepath.Join(linkDir, LinkName(restored))
-	rf, err := os.Open(rlink)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := make([]byte, len(payload))
-	_, err = rf.ReadAt(got, 64<<20)
-	_ = rf.Close()
-	if err != nil || !bytes.Equal(got, payload) {
-		t.Fatalf("restored volume reads %q..., %v", got[:16], err)
+	if got := readDevice(t, rlink, 64<<20, len(payload)); !bytes.Equal(got, payload) {
+		t.Fatalf("restored volume reads %q...", got[:16])
 	}
 
 	// Growing an attached volume grows its device.
@@ -138,20 +169,7 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 		t.Errorf("grown device size %d, want %d", size, int64(3<<30))
 	}
 
-	// Detach takes link and device down.
-	rdev, _ := os.Readlink(rlink)
-	if _, err := c.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(restored), InstanceId: aws.String(testInstance)}); err != nil {
-		t.Fatal(err)
-	}
-	waitVolumeState(t, c, restored, types.VolumeStateAvailable)
-	if _, err := os.Lstat(rlink); !os.IsNotExist(err) {
-		t.Errorf("link %s still there after detach (%v)", rlink, err)
-	}
-	for _, l := range loopsBackedBy(t, dir) {
-		if "/dev/"+l == rdev {
-			t.Errorf("%s still bound after detach", rdev)
-		}
-	}
+	detachLeavesNoDevice(t, c, dir, restored, rlink)
 
 	// A restart keeps the attachment: Close takes the device down, Start brings it back with the same data.
 	if err := s.Close(); err != nil {
@@ -167,20 +185,10 @@ func TestE2ELoopDeviceDataPath(t *testing.T) {
 	if _, err := os.Readlink(link); err != nil {
 		t.Fatalf("link not re-created after restart: %v", err)
 	}
-	f2, err := os.Open(link)
-	if err != nil {
-		t.Fatal(err)
+	if got := readDevice(t, link, 64<<20, len(payload)); !bytes.Equal(got, payload) {
+		t.Errorf("after restart the device reads %q...", got[:16])
 	}
-	_, err = f2.ReadAt(got, 64<<20)
-	_ = f2.Close()
-	if err != nil || !bytes.Equal(got, payload) {
-		t.Errorf("after restart the device reads %q..., %v", got[:16], err)
-	}
-	c2 := newClient(t, s2)
-	if _, err := c2.DetachVolume(ctx, &ec2.DetachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance)}); err != nil {
-		t.Fatal(err)
-	}
-	waitVolumeState(t, c2, vol, types.VolumeStateAvailable)
+	detachLeavesNoDevice(t, newClient(t, s2), dir, vol, link)
 	if left := loopsBackedBy(t, dir); len(left) > 0 {
 		t.Errorf("loop devices after detaching everything: %v", left)
 	}

@@ -148,10 +148,9 @@ func TestCreateVolumeClientTokenIdempotency(t *testing.T) {
 	}
 }
 
-func TestDescribeVolumesFiltersAndPaging(t *testing.T) {
-	s := startServer(t, nil)
-	c := newClient(t, s)
-	ctx := ctxT(t)
+// sevenTaggedVolumes creates pvc-a..pvc-g, tagged team x and y in turn, and attaches the first.
+func sevenTaggedVolumes(t *testing.T, c *ec2.Client) []string {
+	t.Helper()
 	var ids []string
 	for i := range 7 {
 		name := "pvc-" + string(rune('a'+i))
@@ -160,9 +159,16 @@ func TestDescribeVolumesFiltersAndPaging(t *testing.T) {
 				{Key: aws.String("CSIVolumeName"), Value: aws.String(name)}, {Key: aws.String("team"), Value: aws.String([]string{"x", "y"}[i%2])}}}},
 		}))
 	}
-	if _, err := c.AttachVolume(ctx, &ec2.AttachVolumeInput{Device: aws.String("/dev/xvdba"), InstanceId: aws.String(testInstance), VolumeId: aws.String(ids[0])}); err != nil {
+	if err := attach(c, t, ids[0], testInstance, "/dev/xvdba"); err != nil {
 		t.Fatal(err)
 	}
+	return ids
+}
+
+func TestDescribeVolumesFilters(t *testing.T) {
+	c := newClient(t, startServer(t, nil))
+	ctx := ctxT(t)
+	ids := sevenTaggedVolumes(t, c)
 	count := func(filters ...types.Filter) int {
 		t.Helper()
 		out, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{Filters: filters})
@@ -198,8 +204,13 @@ func TestDescribeVolumesFiltersAndPaging(t *testing.T) {
 	}
 	_, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{Filters: []types.Filter{f("colour", "red")}})
 	wantCode(t, err, "InvalidParameterValue")
+}
 
-	// Paging: 5 + 2, with the SDK's paginator too.
+func TestDescribeVolumesPagingAndNotFound(t *testing.T) {
+	c := newClient(t, startServer(t, nil))
+	ctx := ctxT(t)
+	ids := sevenTaggedVolumes(t, c)
+	// 5 + 2, with the SDK's paginator too.
 	page1, err := c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{MaxResults: aws.Int32(5)})
 	if err != nil {
 		t.Fatal(err)
