@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 func TestRecorderWritesEvents(t *testing.T) {
@@ -36,21 +38,14 @@ func TestRecorderWritesEvents(t *testing.T) {
 			r.Eventf(tt.obj, tt.eventType, tt.reason, "volume %s", "pvc-1")
 
 			var got *corev1.Event
-			deadline := time.Now().Add(30 * time.Second)
-			for got == nil && time.Now().Before(deadline) {
+			testutil.Eventually(t, 30*time.Second, "an Event written", func() (bool, error) {
 				list, err := client.CoreV1().Events(tt.wantNS).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
+				if err != nil || len(list.Items) == 0 {
+					return false, err
 				}
-				if len(list.Items) > 0 {
-					got = &list.Items[0]
-				} else {
-					time.Sleep(20 * time.Millisecond)
-				}
-			}
-			if got == nil {
-				t.Fatal("no Event was written")
-			}
+				got = &list.Items[0]
+				return true, nil
+			})
 			if got.Reason != tt.reason || got.Type != tt.eventType || got.Message != "volume pvc-1" ||
 				got.Source.Component != "csi-provisioner" || got.InvolvedObject.Name != tt.obj.Name {
 				t.Errorf("event = reason %q type %q message %q source %q object %q", got.Reason, got.Type, got.Message,

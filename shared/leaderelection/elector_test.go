@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 const (
@@ -55,16 +57,15 @@ func holder(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-// waitFor polls cond until it holds or 30 s pass; it never asserts on elapsed time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// leaseUpdates counts the writes to the Lease the fake API server has seen.
+func leaseUpdates(client *fake.Clientset) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "update" && a.GetResource().Resource == "leases" {
+			n++
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	return n
 }
 
 func TestDisabledRunsWorkDirectly(t *testing.T) {
@@ -147,7 +148,7 @@ func TestGracefulExitDrainsThenReleases(t *testing.T) {
 			if holder(lease) != "a" || lease.Labels["app"] != "csi-attacher" {
 				t.Errorf("lease holder %q labels %v, want holder a with app=csi-attacher", holder(lease), lease.Labels)
 			}
-			if v := testutil.ToFloat64(e.status); v != 1 {
+			if v := promtestutil.ToFloat64(e.status); v != 1 {
 				t.Errorf("leader_election_master_status = %v while leading, want 1", v)
 			}
 			if err := e.Check(httptest.NewRequest("GET", HealthzPath, nil)); err != nil {
@@ -156,8 +157,11 @@ func TestGracefulExitDrainsThenReleases(t *testing.T) {
 
 			cancel()
 			<-draining
-			// Hold the drain across several retry periods: the leader must keep renewing meanwhile.
-			time.Sleep(3 * cfg.RetryPeriod)
+			// Hold the drain until the leader has renewed twice more: it must keep renewing meanwhile.
+			renewals := leaseUpdates(client) + 2
+			testutil.Eventually(t, 30*time.Second, "renewals while work drains", func() (bool, error) {
+				return leaseUpdates(client) >= renewals, nil
+			})
 			close(finishDrain)
 			if err := <-result; err != nil {
 				t.Fatalf("Run() = %v", err)
@@ -168,10 +172,10 @@ func TestGracefulExitDrainsThenReleases(t *testing.T) {
 			if got := holder(getLease(t, client)); got != tt.wantHolder {
 				t.Errorf("holder after exit = %q, want %q", got, tt.wantHolder)
 			}
-			if v := testutil.ToFloat64(e.status); v != 0 {
+			if v := promtestutil.ToFloat64(e.status); v != 0 {
 				t.Errorf("leader_election_master_status = %v after exit, want 0", v)
 			}
-			if n, err := testutil.GatherAndCount(reg, "leader_election_master_status"); err != nil || n != 1 {
+			if n, err := promtestutil.GatherAndCount(reg, "leader_election_master_status"); err != nil || n != 1 {
 				t.Errorf("leader_election_master_status series = %d (%v), want 1", n, err)
 			}
 		})
@@ -302,13 +306,13 @@ func TestCancelBeforeLeadingSkipsWork(t *testing.T) {
 	go func() {
 		result <- e.Run(ctx, func(context.Context) error { ran.Store(true); return nil })
 	}()
-	waitFor(t, "a lease read", func() bool {
+	testutil.Eventually(t, 30*time.Second, "a lease read", func() (bool, error) {
 		for _, a := range client.Actions() {
 			if a.GetVerb() == "get" && strings.Contains(a.GetResource().Resource, "leases") {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	cancel()
 	if err := <-result; err != nil {

@@ -4,13 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // slowpathCount reads leader_election_slowpath_total{name} as reg serves it; -1 if reg has no such series.
@@ -41,7 +42,7 @@ func slowpathCount(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 func TestSlowPathRenewalIsCounted(t *testing.T) {
 	// A Lease name of its own: the counter is one per process (slowpath.go), other tests must not move it.
 	const lock = "slowpath-test-ebs-csi-aws-com"
-	client := sharedtestutil.NewClientset() // answers a stale resourceVersion with 409, as the API server does
+	client := testutil.NewClientset() // answers a stale resourceVersion with 409, as the API server does
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(client, "a")
 	cfg.LockName, cfg.Registerer = lock, reg
@@ -74,16 +75,18 @@ func TestSlowPathRenewalIsCounted(t *testing.T) {
 	}
 
 	leases := client.CoordinationV1().Leases(testNS)
-	waitFor(t, "an outside write to the Lease", func() bool {
+	testutil.Eventually(t, 30*time.Second, "an outside write to the Lease", func() (bool, error) {
 		l, err := leases.Get(context.Background(), lock, metav1.GetOptions{})
 		if err != nil {
-			return false
+			return false, err
 		}
 		l.Labels = map[string]string{"touched": "yes"}
 		_, err = leases.Update(context.Background(), l, metav1.UpdateOptions{})
-		return err == nil // a Conflict means a renewal came in between: read and try again
+		return err == nil, err // a Conflict means a renewal came in between: read and try again
 	})
-	waitFor(t, "a slow-path renewal to be counted", func() bool { return slowpathCount(t, reg, lock) >= 1 })
+	testutil.Eventually(t, 30*time.Second, "a slow-path renewal to be counted", func() (bool, error) {
+		return slowpathCount(t, reg, lock) >= 1, nil
+	})
 	if got, want := slowpathCount(t, other, lock), slowpathCount(t, reg, lock); got < 1 || got > want {
 		t.Errorf("the second registry serves %v, want the same counter (>= 1, <= %v)", got, want)
 	}
@@ -108,7 +111,7 @@ func TestSlowpathRegistrationRefusesAForeignCollector(t *testing.T) {
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), slowpathName) {
 		t.Fatalf("New() = %v, want an error naming %s", err, slowpathName)
 	}
-	if n, err := testutil.GatherAndCount(reg, slowpathName); err != nil || n != 0 {
+	if n, err := promtestutil.GatherAndCount(reg, slowpathName); err != nil || n != 0 {
 		t.Errorf("%d series (%v) of the foreign collector, want it untouched", n, err)
 	}
 }

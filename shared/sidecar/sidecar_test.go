@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -183,9 +184,7 @@ func TestRunShutsDownCleanlyWhileWaitingForDriver(t *testing.T) {
 				return nil
 			})
 	}()
-	for driver.ProbeCount() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, "a probe of the driver", func() (bool, error) { return driver.ProbeCount() > 0, nil })
 	cancel()
 	if err := returned(t, result, "after cancel"); err != nil {
 		t.Fatalf("Run() = %v after cancel during start-up, want nil", err)
@@ -298,20 +297,19 @@ func TestRunPreparesBeforeLeaderElection(t *testing.T) {
 			t.Fatalf("Run() = %v before Prepare", err)
 		}
 		var body string
-		for deadline := time.Now().Add(10 * time.Second); ; {
+		testutil.Eventually(t, 10*time.Second, "Prepare's handler served on the standby", func() (bool, error) {
 			resp, err := http.Get(url)
-			if err == nil {
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if body = string(b); resp.StatusCode == http.StatusOK {
-					break
-				}
+			if err != nil {
+				return false, err
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("Prepare's handler not served on the standby: %v %q", err, body)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			body = string(b)
+			if err == nil && resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("status %d: %q", resp.StatusCode, body)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil, err
+		})
 		if body != "standby" {
 			t.Errorf("handler answered %q", body)
 		}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 func newMetrics(t *testing.T) *Metrics {
@@ -161,10 +163,13 @@ func TestRunDrainsOnCancel(t *testing.T) {
 	q.Add("queued-before-cancel")
 	cancel()
 
+	// Release the item only once Run has shut the queue down: a Run that did not wait for its workers has
+	// returned by then, before the item is recorded as processed.
+	testutil.Eventually(t, 30*time.Second, "the queue shut down", func() (bool, error) { return q.ShuttingDown(), nil })
 	select {
 	case <-finished:
 		t.Fatal("Run returned while an item was still being processed")
-	case <-time.After(100 * time.Millisecond):
+	default:
 	}
 	close(release)
 	select {
