@@ -8,8 +8,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 )
 
-// retryers gives each mutating API its own adaptive retryer: a throttled AttachVolume storm then slows down
-// attaches only, not deletes or creates (upstream's design after PR #2010).
+// retryers gives each mutating API its own adaptive retryer. The SDK's client-side rate limit belongs to a
+// retryer, so a throttled AttachVolume storm then slows down attaches only, not deletes or creates (as
+// upstream does since kubernetes-sigs/aws-ebs-csi-driver#2010).
 type retryers struct {
 	mu sync.Mutex
 	m  map[string]aws.Retryer

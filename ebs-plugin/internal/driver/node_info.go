@@ -42,7 +42,8 @@ func (d *Driver) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*c
 // volumeLimit is how many CSI volumes the node can take: --volume-attach-limit if set; otherwise the
 // instance type's attachment limit minus the root volume and other launch-time EBS volumes (or
 // --reserved-volume-attachments), minus the extra network interfaces on instances whose limit is shared
-// with them (upstream complaint #1: counting them wrong hangs attaches).
+// with them: a limit that counts them wrong lets the scheduler place volumes the instance cannot attach,
+// and those attaches hang.
 func volumeLimit(inst *metadata.Instance, attachLimit int64, reserved int) int64 {
 	if attachLimit > 0 {
 		return attachLimit

@@ -34,7 +34,9 @@ func NewKubernetes(nodes NodeGetter, nodeName string) *Kubernetes {
 // Name implements Source.
 func (*Kubernetes) Name() string { return "kubernetes" }
 
-// Get implements Source. Missing data is an error, never a panic (upstream complaint #3).
+// Get implements Source. Missing data, such as the empty providerID of a Node the cloud provider has not
+// initialised yet, is an error and never a panic, so the node plugin keeps running and the caller can try the
+// next source.
 func (k *Kubernetes) Get(ctx context.Context) (*Instance, error) {
 	if k.nodes == nil {
 		return nil, errors.New("no Kubernetes client (set --kubeconfig or run in a pod)")
