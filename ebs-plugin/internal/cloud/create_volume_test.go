@@ -25,7 +25,7 @@ func TestCreateDiskCreatesOrCopies(t *testing.T) {
 			name:       "restore from a snapshot",
 			opts:       DiskOptions{CapacityBytes: 1 << 30, VolumeType: "gp3", AvailabilityZone: "us-east-1a", SnapshotID: "snap-1", VolumeInitializationRate: 300},
 			wantAction: "CreateVolume", notAction: "CopyVolumes",
-			wantForm:   map[string]string{"SnapshotId": "snap-1", "VolumeInitializationRate": "300"},
+			wantForm: map[string]string{"SnapshotId": "snap-1", "VolumeInitializationRate": "300"},
 		},
 		{
 			name:       "clone",
