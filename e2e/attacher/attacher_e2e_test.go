@@ -4,7 +4,6 @@ package attacher
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -45,7 +44,7 @@ func testPodAttachDetach(t *testing.T, r *rig) {
 	defer cancel()
 	f := newFixture(t, ctx, r, "attach")
 	vol := f.podVolume("pv-attach", "pvc-attach")
-	endpoint := freePort(t)
+	endpoint := e2erig.FreeAddr(t)
 	r.startAttacher(t, "attacher", f.drv.Endpoint(), "--http-endpoint="+endpoint, oneWorker)
 
 	auditStart := len(r.audit.MustWrites(t))
@@ -204,22 +203,14 @@ func checkMetrics(t *testing.T, ctx context.Context, endpoint, driver string) {
 	}
 }
 
+// httpGet fetches url and fails t unless the answer is 200 OK.
 func httpGet(t *testing.T, ctx context.Context, url string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
+	code, body := e2erig.Get(t, ctx, url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d: %s", url, code, body)
 	}
-	rsp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer rsp.Body.Close()
-	data, err := io.ReadAll(rsp.Body)
-	if err != nil || rsp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v: %s", url, rsp.StatusCode, err, data)
-	}
-	return string(data)
+	return body
 }
 
 // testTakeOverFromUpstream starts Stowage's attacher on objects upstream's attacher left behind: a

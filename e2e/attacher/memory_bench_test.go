@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -93,32 +92,10 @@ func TestBenchAttacherMemory(t *testing.T) {
 // memoryRounds is how many fresh starts each memory figure is the median of.
 const memoryRounds = 3
 
-// measureAttacher starts csi-attacher memoryRounds times; each time it waits until the informers have
-// synced and the process is idle, reads its memory and stops it with SIGTERM (so it releases the lease
-// for the next start).
+// measureAttacher measures csi-attacher's memory once its caches hold objects (see rig.MeasureSidecar).
 func measureAttacher(t *testing.T, ctx context.Context, r *rig, endpoint string, objects int) e2erig.MemoryRow {
 	t.Helper()
-	var readings []e2erig.Memory
-	for round := range memoryRounds {
-		p := r.startAttacher(t, fmt.Sprintf("memory-%d-%d", objects, round), endpoint)
-		e2erig.Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("csi-attacher with %d objects to sync its caches", objects), func(context.Context) (bool, error) {
-			log, err := os.ReadFile(p.LogPath)
-			return err == nil && strings.Contains(string(log), "Caches synced"), err
-		})
-		waited, err := e2erig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := e2erig.ReadMemory(p.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("csi-attacher with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", objects, round+1, waited.Seconds(), e2erig.MiB(m.RSS), e2erig.MiB(m.Peak))
-		readings = append(readings, m)
-		p.Signal(syscall.SIGTERM)
-		if err := p.Wait(ctx); err != nil {
-			t.Fatalf("csi-attacher exit after SIGTERM: %v", err)
-		}
-	}
-	return e2erig.MemoryRow{Sidecar: "csi-attacher", Objects: objects, Memory: e2erig.MedianMemory(readings)}
+	return e2erig.MeasureSidecar(t, ctx, "csi-attacher", objects, memoryRounds, func(round int) *e2erig.Process {
+		return r.startAttacher(t, fmt.Sprintf("memory-%d-%d", objects, round), endpoint)
+	})
 }

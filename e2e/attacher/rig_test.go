@@ -4,7 +4,6 @@ package attacher
 
 import (
 	"context"
-	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -112,14 +111,3 @@ func (r *rig) auditWrites(t *testing.T, user string) []string {
 
 // since returns the entries of now that were not in before (the log only grows).
 func since(before, now []string) []string { return now[len(before):] }
-
-// freePort returns a free 127.0.0.1 port for an --http-endpoint.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}

@@ -35,50 +35,47 @@ type certSpec struct {
 
 // newCA creates a self-signed certificate authority.
 func newCA(commonName string) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate CA key: %w", err)
-	}
-	serial, err := newSerial()
+	key, tmpl, err := newKey(pkix.Name{CommonName: commonName})
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-time.Hour), // tolerate small clock differences
-		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign
+	tmpl.IsCA = true
 	return sign(tmpl, tmpl, key, key)
 }
 
 // issue creates a key and a certificate for spec, signed by the CA.
 func (ca *keyPair) issue(spec certSpec) (*keyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate key for %s: %w", spec.commonName, err)
-	}
-	serial, err := newSerial()
+	key, tmpl, err := newKey(pkix.Name{CommonName: spec.commonName, Organization: spec.orgs})
 	if err != nil {
 		return nil, err
 	}
+	tmpl.DNSNames = spec.dnsNames
+	tmpl.IPAddresses = spec.ips
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	tmpl.ExtKeyUsage = spec.usages
+	return sign(tmpl, ca.cert, key, ca.key)
+}
+
+// newKey creates a P-256 key and a certificate template for subject with a fresh serial number, valid from an
+// hour ago (to tolerate small clock differences) for certValidity.
+func newKey(subject pkix.Name) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate key for %s: %w", subject.CommonName, err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate serial number: %w", err)
+	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
+	return key, &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: spec.commonName, Organization: spec.orgs},
-		DNSNames:              spec.dnsNames,
-		IPAddresses:           spec.ips,
+		Subject:               subject,
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(certValidity),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:           spec.usages,
 		BasicConstraintsValid: true,
-	}
-	return sign(tmpl, ca.cert, key, ca.key)
+	}, nil
 }
 
 func sign(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) (*keyPair, error) {
@@ -126,12 +123,4 @@ func encodeKey(key *ecdsa.PrivateKey) ([]byte, error) {
 		return nil, fmt.Errorf("encode private key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), nil
-}
-
-func newSerial() (*big.Int, error) {
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, fmt.Errorf("generate serial number: %w", err)
-	}
-	return serial, nil
 }

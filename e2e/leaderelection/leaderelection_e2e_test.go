@@ -8,7 +8,6 @@ package leaderelection_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -121,20 +120,6 @@ func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id stri
 	return c
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
-}
-
 func lease(t *testing.T, client kubernetes.Interface, name string) *coordinationv1.Lease {
 	t.Helper()
 	l, err := client.CoordinationV1().Leases(namespace).Get(context.Background(), name, metav1.GetOptions{})
@@ -180,14 +165,14 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 		t.Errorf("lease labels %v lack the configured label", l.Labels)
 	}
 	for _, cand := range []*candidate{a, b} {
-		if code, body := get(t, cand.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
+		if code, body := rig.Get(t, context.Background(), cand.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
 			t.Errorf("%s %s = %d %q, want 200", cand.id, leaderelection.HealthzPath, code, body)
 		}
 	}
-	if _, body := get(t, a.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 1`, lockName)) {
+	if _, body := rig.Get(t, context.Background(), a.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 1`, lockName)) {
 		t.Errorf("leader's metrics lack master_status 1")
 	}
-	if _, body := get(t, b.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 0`, lockName)) {
+	if _, body := rig.Get(t, context.Background(), b.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 0`, lockName)) {
 		t.Errorf("standby's metrics lack master_status 0")
 	}
 
@@ -225,7 +210,7 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 	if l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions < 1 {
 		t.Errorf("lease transitions %v, want at least 1", l.Spec.LeaseTransitions)
 	}
-	if code, body := get(t, b.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
+	if code, body := rig.Get(t, context.Background(), b.http.URL(leaderelection.HealthzPath)); code != http.StatusOK {
 		t.Errorf("new leader %s = %d %q, want 200", leaderelection.HealthzPath, code, body)
 	}
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -140,31 +139,10 @@ func createBoundPair(ctx context.Context, kube kubernetes.Interface, ns, class, 
 	return err
 }
 
-// measureProvisioner starts csi-provisioner memoryRounds times; each time it waits until the informers have
-// synced and the process is idle, reads its memory and stops it with SIGTERM (so it releases the lease for
-// the next start).
+// measureProvisioner measures csi-provisioner's memory once its caches hold objects (see rig.MeasureSidecar).
 func measureProvisioner(t *testing.T, ctx context.Context, kubeconfig, endpoint string, objects int) rig.MemoryRow {
 	t.Helper()
-	var readings []rig.Memory
-	for round := range memoryRounds {
-		p := startProvisioner(t, kubeconfig, endpoint)
-		rig.Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("csi-provisioner with %d objects caches synced", objects), func(ctx context.Context) (bool, error) {
-			return p.logContains("Caches synced"), nil
-		})
-		waited, err := rig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := rig.ReadMemory(p.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("csi-provisioner with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", objects, round+1, waited.Seconds(), rig.MiB(m.RSS), rig.MiB(m.Peak))
-		readings = append(readings, m)
-		p.Signal(syscall.SIGTERM)
-		if err := p.Wait(ctx); err != nil {
-			t.Fatalf("csi-provisioner exit after SIGTERM: %v", err)
-		}
-	}
-	return rig.MemoryRow{Sidecar: "csi-provisioner", Objects: objects, Memory: rig.MedianMemory(readings)}
+	return rig.MeasureSidecar(t, ctx, "csi-provisioner", objects, memoryRounds, func(int) *rig.Process {
+		return startProvisioner(t, kubeconfig, endpoint).Process
+	})
 }

@@ -4,7 +4,6 @@ package provisioner
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -488,18 +487,14 @@ func countVolumes(drv *csimock.Driver, name string) int {
 	return n
 }
 
+// httpGet fetches url and fails t unless the answer is 200 OK.
 func httpGet(t *testing.T, url string) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, body := rig.Get(t, context.Background(), url)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d: %s", url, code, body)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return body
 }
 
 // deleteClaimsWaitPVsGone deletes bound claims, waits until each one's PV is gone (Delete reclaim policy)

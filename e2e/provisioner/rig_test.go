@@ -108,13 +108,13 @@ type process struct {
 // It is killed when t ends; its log is printed if t failed.
 func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string) *process {
 	t.Helper()
-	port := freePort(t)
+	addr := rig.FreeAddr(t)
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
 		"--csi-address=" + endpoint,
 		"--leader-election", "--leader-election-namespace=" + namespace,
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
-		"--http-endpoint=127.0.0.1:" + port,
+		"--http-endpoint=" + addr,
 		"--retry-interval-start=200ms", "--retry-interval-max=10s",
 		"-v=2",
 	}, extra...)
@@ -126,7 +126,7 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{Process: proc, httpURL: "http://127.0.0.1:" + port}
+	p := &process{Process: proc, httpURL: "http://" + addr}
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
@@ -146,16 +146,6 @@ func (p *process) kill() {
 func (p *process) logContains(s string) bool {
 	data, err := os.ReadFile(p.LogPath)
 	return err == nil && strings.Contains(string(data), s)
-}
-
-func freePort(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }
 
 func storageClass(name string, mode storagev1.VolumeBindingMode, params map[string]string) *storagev1.StorageClass {

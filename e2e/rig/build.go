@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // VersionFlag stamps binaries built for tests with the version "e2e".
@@ -20,6 +21,8 @@ func BuildCommand(ctx context.Context, root, module, name, dir string) (string, 
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "-ldflags", VersionFlag, "./cmd/"+name)
 	cmd.Dir = filepath.Join(root, module)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	// A test binary that dies (a -timeout panic) takes the build with it rather than leave it running.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s in %s: %w\n%s", name, cmd.Dir, err, out)
 	}

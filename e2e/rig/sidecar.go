@@ -1,0 +1,74 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// FreeAddr returns a free 127.0.0.1 address ("127.0.0.1:port") for a sidecar's --http-endpoint.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Get fetches url and returns the status code and the body; it fails t when the request does.
+func Get(t testing.TB, ctx context.Context, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer rsp.Body.Close()
+	data, err := io.ReadAll(rsp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return rsp.StatusCode, string(data)
+}
+
+// MeasureSidecar starts a sidecar rounds times with start; each time it waits until the sidecar logged that
+// its informer caches synced and the process is idle, reads its memory and stops it with SIGTERM (so it
+// releases its lease for the next start). The row holds the median of the readings.
+func MeasureSidecar(t testing.TB, ctx context.Context, sidecar string, objects, rounds int, start func(round int) *Process) MemoryRow {
+	t.Helper()
+	var readings []Memory
+	for round := range rounds {
+		p := start(round)
+		Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("%s with %d objects to sync its caches", sidecar, objects), func(context.Context) (bool, error) {
+			log, err := os.ReadFile(p.LogPath)
+			return err == nil && strings.Contains(string(log), "Caches synced"), err
+		})
+		waited, err := WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadMemory(p.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", sidecar, objects, round+1, waited.Seconds(), MiB(m.RSS), MiB(m.Peak))
+		readings = append(readings, m)
+		p.Signal(syscall.SIGTERM)
+		if err := p.Wait(ctx); err != nil {
+			t.Fatalf("%s exit after SIGTERM: %v", sidecar, err)
+		}
+	}
+	return MemoryRow{Sidecar: sidecar, Objects: objects, Memory: MedianMemory(readings)}
+}
