@@ -3,14 +3,10 @@
 package ebsdriver
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
-
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,7 +74,7 @@ func runLifecycles(t *testing.T, bin string, batching bool) benchResult {
 	}
 	sim, _ := startSim(t, 1.0, instances)
 	p := startPlugin(t, bin, pluginEnv(t, sim, "", true), "controller", "--batching="+strconv.FormatBool(batching))
-	before := scrape(t, sim.URL()+"/metrics")
+	before := scrapeRequests(t, sim.URL()+"/metrics", "action")
 	ctl := csi.NewControllerClient(p.conn)
 	res := benchResult{}
 	var mu sync.Mutex
@@ -129,7 +125,7 @@ func runLifecycles(t *testing.T, bin string, batching bool) benchResult {
 		}()
 	}
 	wg.Wait()
-	after := scrape(t, sim.URL()+"/metrics")
+	after := scrapeRequests(t, sim.URL()+"/metrics", "action")
 	res.requests = map[string]float64{}
 	if res.completed+res.failed > 0 {
 		for a, n := range after {
@@ -139,31 +135,6 @@ func runLifecycles(t *testing.T, bin string, batching bool) benchResult {
 		}
 	}
 	return res
-}
-
-// scrape sums ec2sim_requests_total by action.
-func scrape(t *testing.T, url string) map[string]float64 {
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "ec2sim_requests_total{") {
-			continue
-		}
-		_, rest, _ := strings.Cut(line, `action="`)
-		action, _, _ := strings.Cut(rest, `"`)
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err == nil {
-			out[action] += v
-		}
-	}
-	return out
 }
 
 func pct(ds []time.Duration, p int) string {

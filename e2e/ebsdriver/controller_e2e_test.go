@@ -16,40 +16,29 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
-
-var mountCapability = &csi.VolumeCapability{
-	AccessType: &csi.VolumeCapability_Mount{Mount: &csi.VolumeCapability_MountVolume{}},
-	AccessMode: &csi.VolumeCapability_AccessMode{Mode: csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER},
-}
 
 // TestE2EEBSUnpublishCancelsStuckPublish: an attachment stuck in "attaching" keeps ControllerPublishVolume
 // waiting; ControllerUnpublishVolume for the same volume and node must cancel it, detach, and leave EC2 with
 // no attachment, after which a new publish works.
 func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
-	const instanceID = "i-0571c0000000000aa"
-	sim, p := startController(t, instanceID)
-	ctl := csi.NewControllerClient(p.conn)
+	d := controllerDriver(t, "i-0571c0000000000aa")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	vol, err := ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "stuck", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 30},
-		VolumeCapabilities: []*csi.VolumeCapability{mountCapability}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := vol.GetVolume().GetVolumeId()
-	t.Cleanup(func() { _, _ = ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}) })
+	capability := mountCapability("")
+	id := d.createVolume(ctx, volumeRequest("stuck", 1, capability, nil))
 
-	sim.SetFaults(ec2sim.Faults{StuckAttach: true})
+	d.sim.SetFaults(ec2sim.Faults{StuckAttach: true})
 	published := make(chan error, 1)
 	go func() {
-		_, err := ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: instanceID, VolumeCapability: mountCapability})
+		_, err := d.ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: d.instanceID, VolumeCapability: capability})
 		published <- err
 	}()
-	waitFor(t, "the attachment to start", func() bool { return attachmentState(sim, id) == "attaching" })
-	if _, err := ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: instanceID}); err != nil {
-		t.Fatalf("unpublish: %v", err)
-	}
+	rig.Eventually(t, ctx, 30*time.Second, "the attachment to start", func(context.Context) (bool, error) {
+		return d.attachmentState(id) == "attaching", nil
+	})
+	d.detach(ctx, id)
 	select {
 	case err := <-published:
 		if status.Code(err) != codes.Aborted {
@@ -58,29 +47,22 @@ func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("publish still running after unpublish returned")
 	}
-	if s := attachmentState(sim, id); s != "" {
+	if s := d.attachmentState(id); s != "" {
 		t.Fatalf("attachment left in state %q", s)
 	}
 
-	sim.SetFaults(ec2sim.Faults{})
-	pub, err := ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: instanceID, VolumeCapability: mountCapability})
-	if err != nil || pub.GetPublishContext()["devicePath"] == "" {
-		t.Fatalf("publish after the cancelled one: %v %v", pub, err)
+	d.sim.SetFaults(ec2sim.Faults{})
+	if pub := d.attach(ctx, id, capability); pub["devicePath"] == "" {
+		t.Fatalf("publish after the cancelled one: no devicePath in %v", pub)
 	}
-	if _, err := ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: instanceID}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
-		t.Fatal(err)
-	}
+	d.detach(ctx, id)
+	d.deleteVolume(ctx, id)
 }
 
 // TestE2EEBSThrottlingAndMetrics: with EC2 throttling mutating requests, a lifecycle still completes
 // (per-API adaptive retries), and /metrics shows the throttles and request durations with upstream's names.
 func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
-	const instanceID = "i-07a7a7a7a7a7a7a7a"
-	sim, p := startController(t, instanceID)
-	ctl := csi.NewControllerClient(p.conn)
+	d := controllerDriver(t, "i-07a7a7a7a7a7a7a7a")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	// The first three mutating requests are throttled: they are the calls with per-API adaptive retryers, and
@@ -88,26 +70,15 @@ func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
 	// a 30 s bound per call, and a streak of four or five throttles on one DescribeVolumes sleeps past it (the
 	// SDK's backoff grows to 20 s per attempt), which fails that one RPC just as upstream's would; a sidecar
 	// retries it, but this test calls each RPC once.
-	sim.SetFaults(ec2sim.Faults{ThrottleRate: 1, Budget: 3,
+	d.sim.SetFaults(ec2sim.Faults{ThrottleRate: 1, Budget: 3,
 		Actions: []string{"CreateVolume", "AttachVolume", "DetachVolume", "DeleteVolume"}})
-	vol, err := ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "throttled", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 30},
-		VolumeCapabilities: []*csi.VolumeCapability{mountCapability}})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	id := vol.GetVolume().GetVolumeId()
-	t.Cleanup(func() { _, _ = ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}) })
-	if _, err := ctl.ControllerPublishVolume(ctx, &csi.ControllerPublishVolumeRequest{VolumeId: id, NodeId: instanceID, VolumeCapability: mountCapability}); err != nil {
-		t.Fatalf("publish: %v", err)
-	}
-	if _, err := ctl.ControllerUnpublishVolume(ctx, &csi.ControllerUnpublishVolumeRequest{VolumeId: id, NodeId: instanceID}); err != nil {
-		t.Fatalf("unpublish: %v", err)
-	}
-	if _, err := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: id}); err != nil {
-		t.Fatalf("delete: %v", err)
-	}
+	capability := mountCapability("")
+	id := d.createVolume(ctx, volumeRequest("throttled", 1, capability, nil))
+	d.attach(ctx, id, capability)
+	d.detach(ctx, id)
+	d.deleteVolume(ctx, id)
 
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	resp, err := http.Get("http://" + d.p.metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +93,7 @@ func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
 			t.Errorf("no successful %s recorded", op)
 		}
 	}
-	simThrottles := 0.0
-	for k, v := range scrapeCodes(t, sim.URL()+"/metrics") {
-		if k == "RequestLimitExceeded" {
-			simThrottles += v
-		}
-	}
+	simThrottles := scrapeRequests(t, d.sim.URL()+"/metrics", "code")["RequestLimitExceeded"]
 	if throttles != simThrottles {
 		t.Errorf("plugin counted %v throttled attempts, the emulator sent %v", throttles, simThrottles)
 	}
@@ -141,40 +107,4 @@ func sumMetric(text, pattern string) float64 {
 		total += v
 	}
 	return total
-}
-
-func attachmentState(sim *ec2sim.Server, volumeID string) string {
-	for _, a := range sim.State().Attachments {
-		if a.VolumeID == volumeID {
-			return a.State
-		}
-	}
-	return ""
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// scrapeCodes sums the emulator's ec2sim_requests_total by result code.
-func scrapeCodes(t *testing.T, url string) map[string]float64 {
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	out := map[string]float64{}
-	for _, m := range regexp.MustCompile(`ec2sim_requests_total\{[^}]*code="([^"]+)"[^}]*\} ([0-9.e+]+)`).FindAllStringSubmatch(string(body), -1) {
-		v, _ := strconv.ParseFloat(m[2], 64)
-		out[m[1]] += v
-	}
-	return out
 }

@@ -19,55 +19,41 @@ import (
 // with RESOURCE_EXHAUSTED carrying EC2's own explanation (so the provisioner's and snapshotter's Events tell
 // the user which quota), nothing is left half made, and the same requests succeed once the quota allows.
 func TestE2EEBSAccountQuotas(t *testing.T) {
-	const instanceID = "i-0a00c0000000000aa"
-	sim, p := startController(t, instanceID)
-	ctl := csi.NewControllerClient(p.conn)
+	d := controllerDriver(t, "i-0a00c0000000000aa")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sim.SetQuotas(ec2sim.Quotas{StorageGiB: map[string]int64{"gp3": 3}, Snapshots: 1})
-	create := func(name string, gib int64) (*csi.CreateVolumeResponse, error) {
-		return ctl.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: gib << 30},
-			VolumeCapabilities: []*csi.VolumeCapability{mountCapability}, Parameters: map[string]string{"type": "gp3"}})
+	d.sim.SetQuotas(ec2sim.Quotas{StorageGiB: map[string]int64{"gp3": 3}, Snapshots: 1})
+	gp3 := func(name string) *csi.CreateVolumeRequest {
+		return volumeRequest(name, 2, mountCapability(""), map[string]string{"type": "gp3"})
 	}
-	first, err := create("quota-1", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := first.GetVolume().GetVolumeId()
-	t.Cleanup(func() { _, _ = ctl.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: id}) })
+	id := d.createVolume(ctx, gp3("quota-1"))
 
-	_, err = create("quota-2", 2)
+	_, err := d.ctl.CreateVolume(ctx, gp3("quota-2"))
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "maximum gp3 storage limit of 3 GiB") {
 		t.Fatalf("CreateVolume beyond the quota = %v, want ResourceExhausted naming the gp3 storage limit", err)
 	}
-	if n := len(sim.State().Volumes); n != 1 {
+	if n := len(d.sim.State().Volumes); n != 1 {
 		t.Errorf("%d volumes in EC2 after the refused create, want 1", n)
 	}
 
 	snap := func(name string) (*csi.CreateSnapshotResponse, error) {
-		return ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: id})
+		return d.ctl.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: name, SourceVolumeId: id})
 	}
 	s1, err := snap("quota-snap-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_, _ = ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: s1.GetSnapshot().GetSnapshotId()})
+		_, _ = d.ctl.DeleteSnapshot(context.Background(), &csi.DeleteSnapshotRequest{SnapshotId: s1.GetSnapshot().GetSnapshotId()})
 	})
 	if _, err := snap("quota-snap-2"); status.Code(err) != codes.ResourceExhausted || !strings.Contains(err.Error(), "maximum number of snapshots") {
 		t.Fatalf("CreateSnapshot beyond the quota = %v, want ResourceExhausted", err)
 	}
 
 	// A raised quota lets the same request through (the provisioner retries it as is).
-	sim.SetQuotas(ec2sim.Quotas{})
-	second, err := create("quota-2", 2)
-	if err != nil {
-		t.Fatalf("CreateVolume after the quota was raised: %v", err)
-	}
+	d.sim.SetQuotas(ec2sim.Quotas{})
+	second := d.createVolume(ctx, gp3("quota-2"))
 	// EC2 deletes a volume that has snapshots; the snapshot goes in the cleanup.
-	for _, v := range []string{second.GetVolume().GetVolumeId(), id} {
-		if _, err := ctl.DeleteVolume(ctx, &csi.DeleteVolumeRequest{VolumeId: v}); err != nil {
-			t.Errorf("delete %s: %v", v, err)
-		}
-	}
+	d.deleteVolume(ctx, second)
+	d.deleteVolume(ctx, id)
 }

@@ -6,9 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -148,23 +152,45 @@ func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	p.conn = conn
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{})
-		cancel()
-		if err == nil {
-			return p
-		}
+	rig.Eventually(t, context.Background(), time.Minute, "ebs-plugin to answer Probe", func(ctx context.Context) (bool, error) {
 		if done, err := proc.Exited(); done {
 			b, _ := os.ReadFile(proc.LogPath)
 			t.Fatalf("ebs-plugin exited before serving: %v\n%s", err, b)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ebs-plugin did not answer Probe within 60s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := csi.NewIdentityClient(conn).Probe(ctx, &csi.ProbeRequest{})
+		return err == nil, err
+	})
+	return p
+}
+
+// requestsTotal is one series of the emulator's ec2sim_requests_total: its labels and its value.
+var requestsTotal = regexp.MustCompile(`(?m)^ec2sim_requests_total\{([^}]*)\} (\S+)$`)
+
+// scrapeRequests sums the emulator's ec2sim_requests_total by one label ("action" or "code").
+func scrapeRequests(t testing.TB, url, label string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
 	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape %s: %v", url, err)
+	}
+	labelValue := regexp.MustCompile(`(?:^|,)` + regexp.QuoteMeta(label) + `="([^"]*)"`)
+	out := map[string]float64{}
+	for _, m := range requestsTotal.FindAllStringSubmatch(string(body), -1) {
+		l := labelValue.FindStringSubmatch(m[1])
+		v, err := strconv.ParseFloat(m[2], 64)
+		if l == nil || err != nil {
+			t.Fatalf("scrape %s: unexpected series %s", url, m[0])
+		}
+		out[l[1]] += v
+	}
+	return out
 }
 
 // idGen makes IDs in EC2's shapes, so "does not exist" cases reach the emulator instead of being refused
