@@ -52,101 +52,132 @@ func (l *Lifecycle) SnapshotRestore(ctx context.Context) error {
 		return err
 	}
 	defer closeCtrl()
-	var snap *csi.Snapshot
-	zone := l.S.Nodes[l.NodeC].Spec.Zone
+	r := &restore{l: l, snaps: snaps, ctrl: ctrl}
 	return l.steps(ctx, step{"snapshot CRDs installed", func(ctx context.Context) (string, error) {
 		if err := l.S.Cluster.InstallSnapshotCRDs(ctx); err != nil {
 			return "", err
 		}
 		return "VolumeSnapshotClass, VolumeSnapshotContent and VolumeSnapshot CRDs Established", nil
-	}}, step{"CreateSnapshot of data-0 until ready", func(ctx context.Context) (string, error) {
-		// The file was fsynced through the mounted file system, so a crash-consistent snapshot holds it.
-		req := &csi.CreateSnapshotRequest{Name: snapshotCSIName, SourceVolumeId: l.volumeID, Parameters: map[string]string{
-			"csi.storage.k8s.io/volumesnapshot/name":        snapshotName,
-			"csi.storage.k8s.io/volumesnapshot/namespace":   Namespace,
-			"csi.storage.k8s.io/volumesnapshotcontent/name": snapshotContent,
-		}}
-		calls := 0
-		// csi-snapshotter repeats CreateSnapshot with the same name until the snapshot is ready; so does this.
-		err := poll(ctx, "snapshot of "+l.volumeID+" ready", func(ctx context.Context) (bool, string, error) {
-			calls++
-			resp, err := ctrl.CreateSnapshot(ctx, req)
-			if err != nil {
-				return false, "", fmt.Errorf("CreateSnapshot: %w", err)
+	}},
+		step{"CreateSnapshot of data-0 until ready", r.createSnapshot},
+		step{"VolumeSnapshotContent and VolumeSnapshot pre-provisioned", func(ctx context.Context) (string, error) {
+			if err := preProvision(ctx, snaps, r.snap); err != nil {
+				return "", err
 			}
-			snap = resp.GetSnapshot()
-			return snap.GetReadyToUse(), fmt.Sprintf("snapshot %s not ready", snap.GetSnapshotId()), nil
-		})
+			return fmt.Sprintf("VolumeSnapshot %s bound to %s (handle %s), readyToUse, restoreSize %d",
+				snapshotName, snapshotContent, r.snap.GetSnapshotId(), r.snap.GetSizeBytes()), nil
+		}},
+		step{"PVC restored-0 Bound in node C's zone", r.restoreOnC},
+		step{"same bytes read on node C", r.checkRestoredData},
+		step{"restore and snapshot deleted", r.deleteAll})
+}
+
+// restore is scenario 4's state: the snapshot clients and the snapshot once made.
+type restore struct {
+	l     *Lifecycle
+	snaps snapclient.Interface
+	ctrl  csi.ControllerClient
+	snap  *csi.Snapshot
+}
+
+// createSnapshot repeats CreateSnapshot of data-0's volume with the same name until the snapshot is ready,
+// as csi-snapshotter does, and checks EC2's record of it. The file was fsynced through the mounted file
+// system, so a crash-consistent snapshot holds it.
+func (r *restore) createSnapshot(ctx context.Context) (string, error) {
+	l := r.l
+	req := &csi.CreateSnapshotRequest{Name: snapshotCSIName, SourceVolumeId: l.volumeID, Parameters: map[string]string{
+		"csi.storage.k8s.io/volumesnapshot/name":        snapshotName,
+		"csi.storage.k8s.io/volumesnapshot/namespace":   Namespace,
+		"csi.storage.k8s.io/volumesnapshotcontent/name": snapshotContent,
+	}}
+	calls := 0
+	err := poll(ctx, "snapshot of "+l.volumeID+" ready", func(ctx context.Context) (bool, string, error) {
+		calls++
+		resp, err := r.ctrl.CreateSnapshot(ctx, req)
 		if err != nil {
-			return "", err
+			return false, "", fmt.Errorf("CreateSnapshot: %w", err)
 		}
-		if snap.GetSourceVolumeId() != l.volumeID {
-			return "", fmt.Errorf("snapshot %s is of volume %s, want %s", snap.GetSnapshotId(), snap.GetSourceVolumeId(), l.volumeID)
-		}
-		st, err := l.ec2Snapshot(snap.GetSnapshotId())
-		if err != nil {
-			return "", err
-		}
-		if st.VolumeID != l.volumeID || st.Tags["CSIVolumeSnapshotName"] != snapshotCSIName {
-			return "", fmt.Errorf("EC2 snapshot %s: volume %s, tags %v", st.ID, st.VolumeID, st.Tags)
-		}
-		return fmt.Sprintf("EBS snapshot %s of %s (%d GiB) completed after %d CreateSnapshot calls", st.ID, l.volumeID, st.SizeGiB, calls), nil
-	}}, step{"VolumeSnapshotContent and VolumeSnapshot pre-provisioned", func(ctx context.Context) (string, error) {
-		if err := preProvision(ctx, snaps, snap); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("VolumeSnapshot %s bound to %s (handle %s), readyToUse, restoreSize %d", snapshotName, snapshotContent, snap.GetSnapshotId(), snap.GetSizeBytes()), nil
-	}}, step{"PVC restored-0 Bound in node C's zone", func(ctx context.Context) (string, error) {
-		claim := Claim(restoredClaim, "stowage-ext4", "1Gi", l.NodeC, false)
-		group := snapv1.GroupName
-		claim.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: snapshotName}
-		if _, err := l.create(ctx, nil, claim, Pod(restoredPod, l.NodeC, restoredClaim, false)); err != nil {
-			return "", err
-		}
-		pv, vol, err := l.waitBound(ctx, restoredClaim)
-		if err != nil {
-			return "", err
-		}
-		if vol.SnapshotID != snap.GetSnapshotId() || vol.Zone != zone {
-			return "", fmt.Errorf("restored volume %s: from snapshot %q in %s, want %s in %s", vol.ID, vol.SnapshotID, vol.Zone, snap.GetSnapshotId(), zone)
-		}
-		return fmt.Sprintf("PVC %s Bound to %s (EBS %s from %s, in %s)", restoredClaim, pv.Name, vol.ID, vol.SnapshotID, vol.Zone), nil
-	}}, step{"same bytes read on node C", func(ctx context.Context) (string, error) {
-		pod, err := l.waitRunning(ctx, restoredPod)
-		if err != nil {
-			return "", err
-		}
-		c, err := l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, restoredClaim, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		b, err := os.ReadFile(filepath.Join(l.S.Nodes[l.NodeC].Kubelet.PublishPath(string(pod.UID), c.Spec.VolumeName), "data.bin"))
-		if err != nil {
-			return "", err
-		}
-		if got := digest(b); got != l.digest {
-			return "", fmt.Errorf("restored data.bin has sha256 %s, written %s", got, l.digest)
-		}
-		vs, err := snaps.SnapshotV1().VolumeSnapshots(Namespace).Get(ctx, snapshotName, metav1.GetOptions{})
-		if err != nil {
-			return "", err
-		}
-		if slices.Contains(vs.Finalizers, snapshotSource) {
-			return "", fmt.Errorf("VolumeSnapshot %s still carries %s after the restore finished", snapshotName, snapshotSource)
-		}
-		return fmt.Sprintf("Pod %s Running on %s reads /data/data.bin: same %d bytes (sha256 %s)", restoredPod, l.NodeC, len(b), l.digest[:12]), nil
-	}}, step{"restore and snapshot deleted", func(ctx context.Context) (string, error) {
-		if err := l.deleteRestore(ctx, snaps); err != nil {
-			return "", err
-		}
-		if _, err := ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: snap.GetSnapshotId()}); err != nil {
-			return "", fmt.Errorf("DeleteSnapshot %s: %w", snap.GetSnapshotId(), err)
-		}
-		if _, err := l.ec2Snapshot(snap.GetSnapshotId()); err == nil {
-			return "", fmt.Errorf("EBS snapshot %s still exists after DeleteSnapshot", snap.GetSnapshotId())
-		}
-		return fmt.Sprintf("Pod, PVC %s and its volume, VolumeSnapshot, content and EBS snapshot %s deleted", restoredClaim, snap.GetSnapshotId()), nil
-	}})
+		r.snap = resp.GetSnapshot()
+		return r.snap.GetReadyToUse(), fmt.Sprintf("snapshot %s not ready", r.snap.GetSnapshotId()), nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if r.snap.GetSourceVolumeId() != l.volumeID {
+		return "", fmt.Errorf("snapshot %s is of volume %s, want %s", r.snap.GetSnapshotId(), r.snap.GetSourceVolumeId(), l.volumeID)
+	}
+	st, err := l.ec2Snapshot(r.snap.GetSnapshotId())
+	if err != nil {
+		return "", err
+	}
+	if st.VolumeID != l.volumeID || st.Tags["CSIVolumeSnapshotName"] != snapshotCSIName {
+		return "", fmt.Errorf("EC2 snapshot %s: volume %s, tags %v", st.ID, st.VolumeID, st.Tags)
+	}
+	return fmt.Sprintf("EBS snapshot %s of %s (%d GiB) completed after %d CreateSnapshot calls", st.ID, l.volumeID, st.SizeGiB, calls), nil
+}
+
+// restoreOnC creates a claim from the VolumeSnapshot for node C and a Pod using it, and waits until the
+// claim is Bound to a volume made from the snapshot in C's zone.
+func (r *restore) restoreOnC(ctx context.Context) (string, error) {
+	l := r.l
+	claim := Claim(restoredClaim, "stowage-ext4", "1Gi", l.NodeC, false)
+	group := snapv1.GroupName
+	claim.Spec.DataSource = &v1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: snapshotName}
+	if _, err := l.create(ctx, nil, claim, Pod(restoredPod, l.NodeC, restoredClaim, false)); err != nil {
+		return "", err
+	}
+	pv, vol, err := l.waitBound(ctx, restoredClaim)
+	if err != nil {
+		return "", err
+	}
+	if zone := l.S.Nodes[l.NodeC].Spec.Zone; vol.SnapshotID != r.snap.GetSnapshotId() || vol.Zone != zone {
+		return "", fmt.Errorf("restored volume %s: from snapshot %q in %s, want %s in %s", vol.ID, vol.SnapshotID, vol.Zone, r.snap.GetSnapshotId(), zone)
+	}
+	return fmt.Sprintf("PVC %s Bound to %s (EBS %s from %s, in %s)", restoredClaim, pv.Name, vol.ID, vol.SnapshotID, vol.Zone), nil
+}
+
+// checkRestoredData waits for the restore's Pod to run, compares its data.bin with what scenario 1 wrote,
+// and checks that the VolumeSnapshot no longer carries the as-source protection finalizer.
+func (r *restore) checkRestoredData(ctx context.Context) (string, error) {
+	l := r.l
+	pod, err := l.waitRunning(ctx, restoredPod)
+	if err != nil {
+		return "", err
+	}
+	c, err := l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, restoredClaim, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(filepath.Join(l.S.Nodes[l.NodeC].Kubelet.PublishPath(string(pod.UID), c.Spec.VolumeName), "data.bin"))
+	if err != nil {
+		return "", err
+	}
+	if got := digest(b); got != l.digest {
+		return "", fmt.Errorf("restored data.bin has sha256 %s, written %s", got, l.digest)
+	}
+	vs, err := r.snaps.SnapshotV1().VolumeSnapshots(Namespace).Get(ctx, snapshotName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(vs.Finalizers, snapshotSource) {
+		return "", fmt.Errorf("VolumeSnapshot %s still carries %s after the restore finished", snapshotName, snapshotSource)
+	}
+	return fmt.Sprintf("Pod %s Running on %s reads /data/data.bin: same %d bytes (sha256 %s)", restoredPod, l.NodeC, len(b), l.digest[:12]), nil
+}
+
+// deleteAll deletes the restore and the snapshot objects, then the EBS snapshot, which must be gone from EC2.
+func (r *restore) deleteAll(ctx context.Context) (string, error) {
+	if err := r.l.deleteRestore(ctx, r.snaps); err != nil {
+		return "", err
+	}
+	id := r.snap.GetSnapshotId()
+	if _, err := r.ctrl.DeleteSnapshot(ctx, &csi.DeleteSnapshotRequest{SnapshotId: id}); err != nil {
+		return "", fmt.Errorf("DeleteSnapshot %s: %w", id, err)
+	}
+	if _, err := r.l.ec2Snapshot(id); err == nil {
+		return "", fmt.Errorf("EBS snapshot %s still exists after DeleteSnapshot", id)
+	}
+	return fmt.Sprintf("Pod, PVC %s and its volume, VolumeSnapshot, content and EBS snapshot %s deleted", restoredClaim, id), nil
 }
 
 // preProvision creates the VolumeSnapshotClass, a VolumeSnapshot naming a retained VolumeSnapshotContent for

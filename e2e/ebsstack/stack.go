@@ -118,6 +118,13 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = DefaultNodes()
 	}
+	without := map[string]bool{}
+	for _, w := range opts.Without {
+		if !slices.Contains(Sidecars, w) {
+			return nil, fmt.Errorf("cannot leave out %q: only %v", w, Sidecars)
+		}
+		without[w] = true
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -138,8 +145,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			err = errors.Join(err, s.Stop())
 		}
 	}()
-	logDir := filepath.Join(s.Dir, "logs")
-	for _, d := range []string{logDir, filepath.Join(s.Dir, "bin"), filepath.Join(s.Dir, "sock")} {
+	for _, d := range []string{s.logDir(), filepath.Join(s.Dir, "bin"), filepath.Join(s.Dir, "sock")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
@@ -151,89 +157,111 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	progress("Starting etcd, kube-apiserver and kube-controller-manager (a first run builds them from source: about 4 minutes per Kubernetes binary)")
-	if s.Cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.Dir, "cluster")}); err != nil {
+	if err := s.startControlPlane(ctx, root); err != nil {
 		return nil, err
+	}
+	progress("Starting the EC2 emulator (time scale %g) with instances %s", opts.TimeScale, instanceList(opts.Nodes))
+	if err := s.startEC2(ctx, opts.Nodes, opts.TimeScale); err != nil {
+		return nil, err
+	}
+	progress("Starting ebs-plugin (controller), csi-provisioner and csi-attacher")
+	if err := s.startController(ctx, bins, without); err != nil {
+		return nil, err
+	}
+	for _, spec := range opts.Nodes {
+		progress("Starting ebs-plugin (node) and kubeletsim for %s (%s, %s)", spec.Name, spec.Zone, spec.InstanceID)
+		if err := s.startNode(ctx, spec, bins["ebs-plugin"]); err != nil {
+			return nil, err
+		}
+	}
+	progress("Stack ready: kubeconfig %s", s.Cluster.Kubeconfig())
+	return s, nil
+}
+
+func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
+
+// startControlPlane starts the control plane and applies the binaries' RBAC and the CSIDriver.
+func (s *Stack) startControlPlane(ctx context.Context, root string) error {
+	var err error
+	if s.Cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.Dir, "cluster")}); err != nil {
+		return err
 	}
 	cfg := s.Cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 200, 400
 	if s.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
+		return err
 	}
-	without := map[string]bool{}
-	for _, w := range opts.Without {
-		if !slices.Contains(Sidecars, w) {
-			return nil, fmt.Errorf("cannot leave out %q: only %v", w, Sidecars)
-		}
-		without[w] = true
+	if s.Kubeconfigs, err = s.applyRBAC(ctx, root); err != nil {
+		return err
 	}
-	kubeconfigs, err := s.applyRBAC(ctx, root)
-	if err != nil {
-		return nil, err
-	}
-	s.Kubeconfigs = kubeconfigs
-	if err := s.createCSIDriver(ctx, root); err != nil {
-		return nil, err
-	}
+	return s.createCSIDriver(ctx, root)
+}
 
-	progress("Starting the EC2 emulator (time scale %g) with instances %s", opts.TimeScale, instanceList(opts.Nodes))
+// startEC2 starts the emulator with one local instance per node.
+func (s *Stack) startEC2(ctx context.Context, nodes []NodeSpec, timeScale float64) error {
 	s.linkDir = filepath.Join(s.Dir, "dev", "disk", "by-id")
-	instances := make([]ec2sim.Instance, 0, len(opts.Nodes))
-	for _, n := range opts.Nodes {
+	instances := make([]ec2sim.Instance, 0, len(nodes))
+	for _, n := range nodes {
 		instances = append(instances, ec2sim.Instance{ID: n.InstanceID, Zone: n.Zone, Type: n.InstanceType, Local: true})
 	}
-	if s.EC2, err = ec2sim.Start(ctx, ec2sim.Config{
+	var err error
+	s.EC2, err = ec2sim.Start(ctx, ec2sim.Config{
 		DataDir: filepath.Join(s.Dir, "ec2"), Region: Region, Zones: []string{Region + "a", Region + "b", Region + "c"},
-		Instances: instances, DeviceLinkDir: s.linkDir, TimeScale: opts.TimeScale, Logger: klog.FromContext(ctx),
-	}); err != nil {
-		return nil, err
-	}
+		Instances: instances, DeviceLinkDir: s.linkDir, TimeScale: timeScale, Logger: klog.FromContext(ctx),
+	})
+	return err
+}
 
-	progress("Starting ebs-plugin (controller), csi-provisioner and csi-attacher")
-	ctrlSock := filepath.Join(s.Dir, "sock", "controller.sock")
-	s.ControllerSocket = ctrlSock
+// startController starts ebs-plugin in controller mode, waits until it answers Probe, and starts the
+// sidecars not left out.
+func (s *Stack) startController(ctx context.Context, bins map[string]string, without map[string]bool) error {
+	s.ControllerSocket = filepath.Join(s.Dir, "sock", "controller.sock")
+	var err error
 	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], []string{
-		"controller", "--endpoint=unix://" + ctrlSock, "--k8s-tag-cluster-id=" + ClusterID, "--v=4",
-	}, s.awsEnv("", true), logDir); err != nil {
-		return nil, err
+		"controller", "--endpoint=unix://" + s.ControllerSocket, "--k8s-tag-cluster-id=" + ClusterID, "--v=4",
+	}, s.awsEnv("", true)); err != nil {
+		return err
 	}
-	if err := waitProbe(ctx, ctrlSock, s.Controller); err != nil {
-		return nil, err
+	if err := waitProbe(ctx, s.ControllerSocket, s.Controller); err != nil {
+		return err
 	}
 	if !without["csi-provisioner"] {
-		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), baseEnv(), logDir); err != nil {
-			return nil, err
+		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), baseEnv()); err != nil {
+			return err
 		}
 	}
 	if !without["csi-attacher"] {
-		if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], s.SidecarArgs("csi-attacher"), baseEnv(), logDir); err != nil {
-			return nil, err
+		if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], s.SidecarArgs("csi-attacher"), baseEnv()); err != nil {
+			return err
 		}
 	}
+	return nil
+}
 
-	for _, spec := range opts.Nodes {
-		progress("Starting ebs-plugin (node) and kubeletsim for %s (%s, %s)", spec.Name, spec.Zone, spec.InstanceID)
-		sock := filepath.Join(s.Dir, "sock", spec.Name+".sock")
-		n := &Node{Spec: spec}
-		if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, bins["ebs-plugin"], []string{
-			"node", "--endpoint=unix://" + sock, "--metadata-sources=imds", "--device-link-dir=" + s.linkDir,
-			"--kubeconfig=" + kubeconfigs["ebs-csi-node-sa"], "--v=4",
-		}, append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name), logDir); err != nil {
-			return nil, err
-		}
-		if err := waitProbe(ctx, sock, n.Plugin); err != nil {
-			return nil, err
-		}
-		if n.Kubelet, err = kubeletsim.Start(ctx, kubeletsim.Config{
-			Client: s.Client, NodeName: spec.Name, Zone: spec.Zone, InstanceType: spec.InstanceType,
-			PluginSocket: sock, RootDir: filepath.Join(s.Dir, "kubelet", spec.Name),
-		}); err != nil {
-			return nil, err
-		}
-		s.Nodes[spec.Name] = n
-		s.NodeOrder = append(s.NodeOrder, spec.Name)
+// startNode starts the node's ebs-plugin (its own socket and instance metadata), waits until it answers
+// Probe, and starts its kubelet simulator, which registers the node.
+func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) error {
+	sock := filepath.Join(s.Dir, "sock", spec.Name+".sock")
+	n := &Node{Spec: spec}
+	var err error
+	if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, plugin, []string{
+		"node", "--endpoint=unix://" + sock, "--metadata-sources=imds", "--device-link-dir=" + s.linkDir,
+		"--kubeconfig=" + s.Kubeconfigs["ebs-csi-node-sa"], "--v=4",
+	}, append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name)); err != nil {
+		return err
 	}
-	progress("Stack ready: kubeconfig %s", s.Cluster.Kubeconfig())
-	return s, nil
+	if err := waitProbe(ctx, sock, n.Plugin); err != nil {
+		return err
+	}
+	if n.Kubelet, err = kubeletsim.Start(ctx, kubeletsim.Config{
+		Client: s.Client, NodeName: spec.Name, Zone: spec.Zone, InstanceType: spec.InstanceType,
+		PluginSocket: sock, RootDir: filepath.Join(s.Dir, "kubelet", spec.Name),
+	}); err != nil {
+		return err
+	}
+	s.Nodes[spec.Name] = n
+	s.NodeOrder = append(s.NodeOrder, spec.Name)
+	return nil
 }
 
 // SidecarArgs are the flags the stack runs a sidecar with: the controller's socket, the sidecar's own
@@ -323,7 +351,8 @@ func (s *Stack) awsEnv(instanceID string, creds bool) []string {
 	return env
 }
 
-func (s *Stack) start(name, bin string, args, env []string, logDir string) (*Process, error) {
+func (s *Stack) start(name, bin string, args, env []string) (*Process, error) {
+	logDir := s.logDir()
 	p, err := startProcess(name, bin, args, env, logDir)
 	if err != nil {
 		return nil, err
@@ -338,7 +367,8 @@ func (s *Stack) start(name, bin string, args, env []string, logDir string) (*Pro
 	return p, nil
 }
 
-// waitProbe waits until the plugin at sock answers Probe, or fails if the process exits first.
+// waitProbe waits (up to a minute) until the plugin at sock answers Probe, or fails if the process exits
+// first.
 func waitProbe(ctx context.Context, sock string, p *Process) error {
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
@@ -348,22 +378,20 @@ func waitProbe(ctx context.Context, sock string, p *Process) error {
 		return err
 	}
 	defer conn.Close()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return poll(ctx, p.Name+" answering Probe on "+sock, func(ctx context.Context) (bool, string, error) {
 		callCtx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		_, err := csi.NewIdentityClient(conn).Probe(callCtx, &csi.ProbeRequest{})
-		cancel()
 		if err == nil {
-			return nil
+			return true, "", nil
 		}
 		if done, exitErr := p.Exited(); done {
-			return fmt.Errorf("%s exited before serving (%v):\n%s", p.Name, exitErr, p.Tail(30))
+			return false, "", fmt.Errorf("%s exited before serving (%v):\n%s", p.Name, exitErr, p.Tail(30))
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s does not answer Probe on %s: %w", p.Name, sock, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, err.Error(), nil
+	})
 }
 
 // Processes are the Stowage processes of the stack, in start order.
