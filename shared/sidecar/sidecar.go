@@ -103,6 +103,9 @@ type Options struct {
 	// the main client but a rate limiter of its own, so a burst of Events never delays the controllers' writes,
 	// nor the reverse. False sends them through env.Clients.Kube.
 	EventsOwnClient bool
+	// NoEffect names the flags the sidecar accepts for compatibility with upstream but does not act on, each with
+	// the reason; Run warns about each one the command line sets. Optional.
+	NoEffect map[string]string
 	// Stdout receives --version and --help output; nil means os.Stdout.
 	Stdout io.Writer
 	// OnConnectionLoss and OnLeaseLost replace the default exits, for tests. Nil keeps upstream's behaviour:
@@ -142,92 +145,26 @@ func (e *Env) QueueConfig(name string) workqueue.Config {
 // Run starts the sidecar and calls run under leader election; see the package documentation. It returns nil
 // after --version or --help, and after a graceful shutdown.
 func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) (err error) {
-	stdout := o.Stdout
-	if stdout == nil {
-		stdout = os.Stdout
+	fs, common, err := parseFlags(o)
+	if err != nil || fs == nil {
+		return err
 	}
-	fs, common, err := NewFlagSet(o)
+	undo, err := setUpProcess(ctx, o, fs, common)
 	if err != nil {
 		return err
 	}
-	fs.SetOutput(stdout)
-	if err := fs.Parse(o.Args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	defer undo()
+	env, err := newEnv(o, common)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if common.ShowVersion {
-		return version.Print(stdout, o.Binary)
-	}
-	if err := common.Validate(); err != nil {
+	stopServing, err := serveHTTP(ctx, env)
+	if err != nil {
 		return err
 	}
-	if o.Validate != nil {
-		if err := o.Validate(); err != nil {
-			return fmt.Errorf("invalid flags: %w", err)
-		}
-	}
-	if err := logsapi.ValidateAndApply(common.Logging, common.FeatureGates); err != nil {
-		return fmt.Errorf("setting up logging: %w", err)
-	}
-	logger := klog.FromContext(ctx)
-	logger.Info("Starting", "binary", o.Binary, "version", version.Version)
-	if common.Automaxprocs {
-		undo, err := maxprocs.Set(maxprocs.Logger(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }))
-		if err != nil {
-			logger.Error(err, "Setting GOMAXPROCS from the CPU quota failed; keeping the default")
-		}
-		defer undo()
-	}
-	if common.MetricsAddress != "" {
-		logger.Info("--metrics-address is deprecated, use --http-endpoint")
-	}
-
-	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
-	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
-		return err
-	}
-	clientOpts := kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
-		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)}
-	if o.Master != nil {
-		clientOpts.Master = o.Master()
-	}
-	if env.Clients, err = kubeclient.New(clientOpts); err != nil {
-		return err
-	}
-
-	// The HTTP server outlives the controllers' ctx: it keeps answering while work drains.
-	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
-	var serving sync.WaitGroup
-	defer func() {
-		stopServing()
-		serving.Wait()
-	}()
-	if endpoint := common.Endpoint(); endpoint != "" {
-		if env.HTTP, err = httpserver.Listen(endpoint); err != nil {
-			return err
-		}
-		env.HTTP.Handle(common.MetricsPath, env.Metrics.Handler())
-		serving.Go(func() {
-			if err := env.HTTP.Serve(serveCtx); err != nil {
-				logger.Error(err, "HTTP endpoint failed")
-			}
-		})
-	}
-
-	metricOpts := []csimetrics.MetricsManagerOption{
-		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false),
-	}
-	if o.Migration {
-		metricOpts = append(metricOpts, csimetrics.WithMigration())
-	}
-	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("", metricOpts...)
-	if env.CSI, err = csiconn.Connect(ctx, csiconn.Options{Address: common.CSIAddress, Timeout: common.Timeout,
-		Metrics: csiMetrics, OnConnectionLoss: o.OnConnectionLoss}); err != nil {
+	defer stopServing()
+	csiMetrics, err := connect(ctx, o, env)
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -238,13 +175,12 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 	if err := discover(ctx, env, csiMetrics); err != nil {
 		if ctx.Err() != nil {
 			// SIGTERM while waiting for the driver is a normal shutdown, not a failure.
-			logger.Info("Shutting down before the CSI driver was ready")
+			klog.FromContext(ctx).Info("Shutting down before the CSI driver was ready")
 			return nil
 		}
 		return err
 	}
-	logger = logger.WithValues("driver", env.DriverName)
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("driver", env.DriverName))
 
 	// Events keep flowing while work drains; they stop when Run returns.
 	eventsCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
@@ -259,6 +195,140 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 			return err
 		}
 	}
+	return elect(ctx, o, env, run)
+}
+
+// parseFlags parses and validates o.Args. A nil flag set with a nil error means Run is done: --version or
+// --help printed what was asked.
+func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
+	stdout := o.Stdout
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	fs, common, err := NewFlagSet(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	fs.SetOutput(stdout)
+	if err := fs.Parse(o.Args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if common.ShowVersion {
+		return nil, nil, version.Print(stdout, o.Binary)
+	}
+	if err := common.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if o.Validate != nil {
+		if err := o.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("invalid flags: %w", err)
+		}
+	}
+	return fs, common, nil
+}
+
+// setUpProcess applies the logging flags and GOMAXPROCS, and warns about the flags that are set but do
+// nothing. The returned function undoes GOMAXPROCS.
+func setUpProcess(ctx context.Context, o Options, fs *flag.FlagSet, common *flags.Common) (func(), error) {
+	if err := logsapi.ValidateAndApply(common.Logging, common.FeatureGates); err != nil {
+		return nil, fmt.Errorf("setting up logging: %w", err)
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting", "binary", o.Binary, "version", version.Version)
+	undo := func() {}
+	if common.Automaxprocs {
+		set, err := maxprocs.Set(maxprocs.Logger(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }))
+		if err != nil {
+			logger.Error(err, "Setting GOMAXPROCS from the CPU quota failed; keeping the default")
+		}
+		if set != nil {
+			undo = set
+		}
+	}
+	if common.MetricsAddress != "" {
+		logger.Info("--metrics-address is deprecated, use --http-endpoint")
+	}
+	warnNoEffect(logger, fs, o.NoEffect)
+	return undo, nil
+}
+
+// warnNoEffect logs a warning for each flag of noEffect that the command line sets: it is accepted so that a
+// Deployment written for the upstream sidecar starts, but whoever set it expects something that does not happen.
+func warnNoEffect(logger klog.Logger, fs *flag.FlagSet, noEffect map[string]string) {
+	fs.Visit(func(f *flag.Flag) {
+		if why, ok := noEffect[f.Name]; ok {
+			logger.Info("Warning: flag has no effect in Stowage and is ignored", "flag", "--"+f.Name, "value", f.Value.String(), "reason", why)
+		}
+	})
+}
+
+// newEnv builds the metrics registry, the queue metrics and the Kubernetes clients.
+func newEnv(o Options, common *flags.Common) (*Env, error) {
+	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
+	var err error
+	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
+		return nil, err
+	}
+	clientOpts := kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
+		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)}
+	if o.Master != nil {
+		clientOpts.Master = o.Master()
+	}
+	if env.Clients, err = kubeclient.New(clientOpts); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// serveHTTP starts the diagnostics server on --http-endpoint, if set, with the metrics on it. It outlives ctx,
+// answering while work drains, until the returned function stops it and waits for it.
+func serveHTTP(ctx context.Context, env *Env) (func(), error) {
+	endpoint := env.Flags.Endpoint()
+	if endpoint == "" {
+		return func() {}, nil
+	}
+	var err error
+	if env.HTTP, err = httpserver.Listen(endpoint); err != nil {
+		return nil, err
+	}
+	env.HTTP.Handle(env.Flags.MetricsPath, env.Metrics.Handler())
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	var serving sync.WaitGroup
+	serving.Go(func() {
+		if err := env.HTTP.Serve(serveCtx); err != nil {
+			klog.FromContext(ctx).Error(err, "HTTP endpoint failed")
+		}
+	})
+	return func() {
+		stopServing()
+		serving.Wait()
+	}, nil
+}
+
+// connect dials the driver into env.CSI, with every call measured in csi_sidecar_operations_seconds.
+func connect(ctx context.Context, o Options, env *Env) (csimetrics.CSIMetricsManager, error) {
+	metricOpts := []csimetrics.MetricsManagerOption{
+		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false),
+	}
+	if o.Migration {
+		metricOpts = append(metricOpts, csimetrics.WithMigration())
+	}
+	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("", metricOpts...)
+	var err error
+	env.CSI, err = csiconn.Connect(ctx, csiconn.Options{Address: env.Flags.CSIAddress, Timeout: env.Flags.Timeout,
+		Metrics: csiMetrics, OnConnectionLoss: o.OnConnectionLoss})
+	return csiMetrics, err
+}
+
+// elect runs run under leader election on the driver's Lease, serving the election's health check.
+func elect(ctx context.Context, o Options, env *Env, run func(context.Context, *Env) error) error {
+	common := env.Flags
 	elector, err := leaderelection.New(leaderelection.Config{
 		Enabled:       common.LeaderElection,
 		Client:        env.Clients.LeaderElection,

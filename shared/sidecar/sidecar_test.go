@@ -11,10 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"github.com/go-logr/logr/funcr"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -201,6 +203,41 @@ func returned(t *testing.T, result <-chan error, when string) error {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("Run did not return %s", when)
 		return nil
+	}
+}
+
+// A flag accepted for compatibility but without effect is named in a warning at start-up when the command line
+// sets it, and only then.
+func TestRunWarnsAboutFlagsWithoutEffect(t *testing.T) {
+	resetLogging(t)
+	driver := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d"})
+	o := options("--csi-address", driver.Address, "--kubeconfig", kubeconfig(t), "--sweep-interval=1m")
+	o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) {
+		fs.Duration("sweep-interval", time.Minute, "accepted, ignored")
+		fs.Duration("base-delay", time.Second, "accepted, ignored")
+	}
+	o.NoEffect = map[string]string{"sweep-interval": "no sweep runs", "base-delay": "no delays"}
+	var mu sync.Mutex
+	var lines []string
+	logger := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	sentinel := errors.New("controllers stopped")
+	if err := Run(klog.NewContext(context.Background(), logger), o, func(context.Context, *Env) error { return sentinel }); !errors.Is(err, sentinel) {
+		t.Fatalf("Run() = %v, want the controllers' error", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var warnings []string
+	for _, l := range lines {
+		if strings.Contains(l, "has no effect") {
+			warnings = append(warnings, l)
+		}
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], `"flag"="--sweep-interval"`) || !strings.Contains(warnings[0], "no sweep runs") {
+		t.Errorf("warnings %q, want one naming --sweep-interval and why (and none for the unset --base-delay)", warnings)
 	}
 }
 
