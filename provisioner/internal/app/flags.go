@@ -29,7 +29,6 @@ type Config struct {
 	VolumeNamePrefix               string
 	VolumeNameUUIDLength           int
 	CloningProtectionThreads       int
-	SnapshotOrphanSweepInterval    time.Duration
 	StrictTopology                 bool
 	ImmediateTopology              bool
 	ExtraCreateMetadata            bool
@@ -46,8 +45,6 @@ type Config struct {
 	KubeAPICapacityBurst           int
 	NodeDeployment                 bool
 	NodeDeploymentImmediateBinding bool
-	NodeDeploymentBaseDelay        time.Duration
-	NodeDeploymentMaxDelay         time.Duration
 }
 
 // Options are what main passes to sidecar.Run: upstream's flags and defaults, --master for the clients, the
@@ -64,6 +61,13 @@ func (c *Config) Options(args []string) sidecar.Options {
 		Master:     func() string { return c.Master },
 		Prepare:    c.Prepare,
 		Migration:  true,
+		// Upstream's flags that are accepted, so that an upstream Deployment starts, but not acted on: Run warns
+		// about each one the command line sets.
+		NoEffect: map[string]string{
+			"snapshot-orphan-sweep-interval": "Stowage releases a snapshot's source finalizer when the claim that uses it finishes, so no sweep runs",
+			"node-deployment-base-delay":     "Stowage resolves the race for an immediate claim between node replicas with one preconditioned patch instead of delays",
+			"node-deployment-max-delay":      "Stowage resolves the race for an immediate claim between node replicas with one preconditioned patch instead of delays",
+		},
 		// Events get a client (and rate limiter) of their own with the same limits, so a burst of Events never
 		// delays the writes that provision volumes, and the reverse.
 		EventSource:     EventSource,
@@ -84,7 +88,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet, _ *flags.Common) {
 	fs.StringVar(&c.VolumeNamePrefix, "volume-name-prefix", "pvc", "Prefix to apply to the name of a created volume.")
 	fs.IntVar(&c.VolumeNameUUIDLength, "volume-name-uuid-length", -1, "Truncates generated UUID of a created volume to this length. Defaults behavior is to NOT truncate.")
 	fs.IntVar(&c.CloningProtectionThreads, "cloning-protection-threads", 1, "Number of simultaneously running threads, handling cloning finalizer removal.")
-	fs.DurationVar(&c.SnapshotOrphanSweepInterval, "snapshot-orphan-sweep-interval", 5*time.Minute, "Accepted for compatibility; Stowage releases the snapshot source finalizer when the claim finishes, so no sweep runs.")
+	fs.Duration("snapshot-orphan-sweep-interval", 5*time.Minute, "Accepted for compatibility, no effect: Stowage releases the snapshot source finalizer when the claim finishes, so no sweep runs.")
 	fs.BoolVar(&c.StrictTopology, "strict-topology", false, "Late binding: pass only the selected node's topology to CreateVolume.")
 	fs.BoolVar(&c.ImmediateTopology, "immediate-topology", true, "Immediate binding: pass aggregated cluster topologies for all nodes where the CSI driver is available to CreateVolume.")
 	fs.BoolVar(&c.ExtraCreateMetadata, "extra-create-metadata", false, "If set, add pv/pvc metadata to plugin create requests as parameters.")
@@ -101,8 +105,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet, _ *flags.Common) {
 	fs.IntVar(&c.KubeAPICapacityBurst, "kube-api-capacity-burst", 5, "Burst to use for storage capacity updates while communicating with the Kubernetes API server.")
 	fs.BoolVar(&c.NodeDeployment, "node-deployment", false, "Enables deploying the external-provisioner together with a CSI driver on nodes to manage node-local volumes (needs NODE_NAME).")
 	fs.BoolVar(&c.NodeDeploymentImmediateBinding, "node-deployment-immediate-binding", true, "Determines whether immediate binding is supported when deployed on each node.")
-	fs.DurationVar(&c.NodeDeploymentBaseDelay, "node-deployment-base-delay", 20*time.Second, "Accepted for compatibility; Stowage resolves the race for immediate claims with one preconditioned patch instead of delays.")
-	fs.DurationVar(&c.NodeDeploymentMaxDelay, "node-deployment-max-delay", 60*time.Second, "Accepted for compatibility (see --node-deployment-base-delay).")
+	fs.Duration("node-deployment-base-delay", 20*time.Second, "Accepted for compatibility, no effect: Stowage resolves the race for immediate claims with one preconditioned patch instead of delays.")
+	fs.Duration("node-deployment-max-delay", 60*time.Second, "Accepted for compatibility, no effect (see --node-deployment-base-delay).")
 }
 
 // Validate checks the provisioner's own flags (sidecar.Run has checked the standard ones).

@@ -2,14 +2,16 @@ package app
 
 import (
 	"context"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stowage-csi/stowage/shared/sidecar"
 )
 
-// The defaults are upstream's (reference/sidecars.md §2), except the shared QPS/burst Stowage raises on purpose.
+// The defaults are upstream's external-provisioner's, except the shared QPS/burst Stowage raises on purpose.
 // The flag set is the one sidecar.Run parses for the binary.
 func TestFlagDefaultsMatchUpstream(t *testing.T) {
 	var cfg Config
@@ -37,6 +39,26 @@ func TestFlagDefaultsMatchUpstream(t *testing.T) {
 		}
 		if f.DefValue != def {
 			t.Errorf("--%s default %q, want %q", name, f.DefValue, def)
+		}
+	}
+}
+
+// The flags accepted only for compatibility are the ones sidecar.Run warns about when set, and each is a flag
+// of the binary (a misspelt name would never warn).
+func TestOptionsNameTheFlagsWithoutEffect(t *testing.T) {
+	var cfg Config
+	o := cfg.Options(nil)
+	fs, _, err := sidecar.NewFlagSet(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"node-deployment-base-delay", "node-deployment-max-delay", "snapshot-orphan-sweep-interval"}
+	if got := slices.Sorted(maps.Keys(o.NoEffect)); !slices.Equal(got, want) {
+		t.Errorf("flags without effect %q, want %q", got, want)
+	}
+	for name, why := range o.NoEffect {
+		if fs.Lookup(name) == nil || why == "" {
+			t.Errorf("--%s: registered %v, reason %q; want a flag of the binary and a reason", name, fs.Lookup(name) != nil, why)
 		}
 	}
 }
