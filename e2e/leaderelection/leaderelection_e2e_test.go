@@ -64,7 +64,8 @@ func (c *candidate) stop(t *testing.T) time.Time {
 	}
 }
 
-func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id string) *candidate {
+// startCandidate starts a candidate that runs until owner ends; t fails if it cannot start.
+func startCandidate(t, owner *testing.T, client kubernetes.Interface, lockName, id string) *candidate {
 	t.Helper()
 	reg := metrics.NewRegistry()
 	e, err := leaderelection.New(leaderelection.Config{
@@ -79,7 +80,7 @@ func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id stri
 		RetryPeriod:   retryPeriod,
 		ReleaseOnExit: true,
 		Registerer:    reg.Registerer(),
-		OnLost:        func() { t.Errorf("candidate %s lost its lease unexpectedly", id) },
+		OnLost:        func() { owner.Errorf("candidate %s lost its lease unexpectedly", id) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -109,12 +110,12 @@ func startCandidate(t *testing.T, client kubernetes.Interface, lockName, id stri
 			return nil
 		})
 	}()
-	t.Cleanup(func() {
+	owner.Cleanup(func() {
 		c.endDrain()
 		cancel()
 		stopHTTP()
 		if err := <-httpDone; err != nil {
-			t.Errorf("candidate %s HTTP server: %v", id, err)
+			owner.Errorf("candidate %s HTTP server: %v", id, err)
 		}
 	})
 	return c
@@ -137,6 +138,7 @@ func holder(l *coordinationv1.Lease) string {
 }
 
 func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
+	top := t
 	c := clustertest.Start(t)
 	// Each candidate gets its own clientset, as in a sidecar.
 	newClient := func() kubernetes.Interface {
@@ -149,13 +151,29 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 	observer := newClient()
 	lockName := leaderelection.LockName("external-attacher-leader-", "e2e.csi.stowage.io")
 
-	a := startCandidate(t, newClient(), lockName, "candidate-a")
+	var a, b *candidate
+	if !t.Run("first candidate leads, the second waits, both healthy", func(t *testing.T) {
+		a, b = testFirstLeads(t, top, newClient, observer, lockName)
+	}) {
+		return
+	}
+	if !t.Run("graceful exit: the lease is kept while work drains, then released for the standby", func(t *testing.T) {
+		testHandover(t, observer, lockName, a, b)
+	}) {
+		return
+	}
+	t.Run("the last candidate releases the lease on exit", func(t *testing.T) { testLastReleases(t, observer, lockName, b) })
+}
+
+// testFirstLeads starts candidate a, waits until it leads, then starts candidate b; both run until owner ends.
+func testFirstLeads(t, owner *testing.T, newClient func() kubernetes.Interface, observer kubernetes.Interface, lockName string) (a, b *candidate) {
+	a = startCandidate(t, owner, newClient(), lockName, "candidate-a")
 	select {
 	case <-a.leading:
 	case <-time.After(2 * time.Minute):
 		t.Fatal("candidate a never became leader")
 	}
-	b := startCandidate(t, newClient(), lockName, "candidate-b")
+	b = startCandidate(t, owner, newClient(), lockName, "candidate-b")
 
 	l := lease(t, observer, lockName)
 	if holder(l) != "candidate-a" {
@@ -175,7 +193,12 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 	if _, body := rig.Get(t, context.Background(), b.http.URL("/metrics")); !containsLine(body, fmt.Sprintf(`leader_election_master_status{name=%q} 0`, lockName)) {
 		t.Errorf("standby's metrics lack master_status 0")
 	}
+	return a, b
+}
 
+// testHandover stops the leader a and checks b takes over once a's work has drained, before the lease
+// would have expired.
+func testHandover(t *testing.T, observer kubernetes.Interface, lockName string, a, b *candidate) {
 	// Graceful exit of the leader: work drains, then the lease is released.
 	drainStart := a.stop(t)
 	waitRenewedSince(t, observer, lockName, "candidate-a", drainStart)
@@ -203,7 +226,7 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 	if gap := takeover.Sub(drained); gap >= leaseDuration {
 		t.Errorf("standby took over %s after the leader exited, not before the %s lease would have expired: the lease was not released", gap, leaseDuration)
 	}
-	l = lease(t, observer, lockName)
+	l := lease(t, observer, lockName)
 	if holder(l) != "candidate-b" {
 		t.Errorf("lease holder %q after handover, want candidate-b", holder(l))
 	}
@@ -214,6 +237,9 @@ func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
 		t.Errorf("new leader %s = %d %q, want 200", leaderelection.HealthzPath, code, body)
 	}
 
+}
+
+func testLastReleases(t *testing.T, observer kubernetes.Interface, lockName string, b *candidate) {
 	b.stop(t)
 	b.endDrain()
 	<-b.stopped

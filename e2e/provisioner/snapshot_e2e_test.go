@@ -28,11 +28,35 @@ const (
 	snapshotClassName       = "mock-snapclass"
 )
 
+// restoreTest is the setting TestE2EProvisionerSnapshotRestore's subtests share: one control plane with the
+// snapshot CRDs, a driver that can restore snapshots, the classes, and a running provisioner.
+type restoreTest struct {
+	kube       kubernetes.Interface
+	snaps      snapclient.Interface
+	kubeconfig string
+	drv        *csimock.Driver
+	creates    *createRecorder
+	ns         string
+}
+
 // TestE2EProvisionerSnapshotRestore restores claims from VolumeSnapshots on a real control plane with the
 // snapshot.storage.k8s.io CRDs installed. No snapshot controller runs: the test pre-provisions each
 // VolumeSnapshotContent and VolumeSnapshot and writes their status through the status subresource as the
 // snapshot controller and csi-snapshotter would, so what is checked is the provisioner alone.
 func TestE2EProvisionerSnapshotRestore(t *testing.T) {
+	e := startRestoreTest(t)
+	t.Run("ready snapshot: the claim is provisioned from its handle and the source protection is released", func(t *testing.T) { testRestoreReady(t, e) })
+	t.Run("snapshot not ready: a Warning Event and no CreateVolume until it is ready", func(t *testing.T) { testRestoreNotReady(t, e) })
+	t.Run("missing snapshot: a Warning Event naming it and no CreateVolume", func(t *testing.T) { testRestoreMissing(t, e) })
+	t.Run("snapshot the driver does not have: its NotFound in a Warning Event; deleting the claim leaves nothing", func(t *testing.T) { testRestoreDriverLacksSnapshot(t, e) })
+	t.Run("restore size larger than the claim: a Warning Event and no CreateVolume", func(t *testing.T) { testRestoreTooSmall(t, e) })
+	t.Run("driver without CREATE_DELETE_SNAPSHOT: a Warning Event and no CreateVolume", func(t *testing.T) { testRestoreNoSnapshotCap(t, e) })
+	t.Run("restored claims are deleted with their volumes", func(t *testing.T) { testRestoredClaimsDeleted(t, e) })
+}
+
+// startRestoreTest starts the control plane with the snapshot CRDs, the driver and csi-provisioner, and creates
+// the StorageClass, VolumeSnapshotClass and namespace the subtests use.
+func startRestoreTest(t *testing.T) *restoreTest {
 	c := clustertest.Start(t)
 	ctx := context.Background()
 	if err := c.InstallSnapshotCRDs(ctx); err != nil {
@@ -70,122 +94,130 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
+	return &restoreTest{kube: kube, snaps: snaps, kubeconfig: kubeconfig, drv: drv, creates: creates, ns: ns}
+}
 
-	t.Run("ready snapshot: the claim is provisioned from its handle and the source protection is released", func(t *testing.T) {
-		handle := drv.AddSnapshot("ready", 1<<30).ID
-		preProvisionSnapshot(t, snaps, ns, "ready", handle, "1Gi", true)
-		pvc := createClaim(t, kube, restoreClaim(ns, "restored", "ready", "1Gi"))
-		pv := waitBound(t, kube, pvc)
-		if got, protected := creates.snapshotFor(pv.Name); got != handle || !protected {
-			t.Errorf("CreateVolume for %s got content source snapshot %q (source protected: %v), want %q, protected", pv.Name, got, protected, handle)
-		}
-		if vol := driverVolume(t, drv, pv.Name); vol.ContentSource != "snapshot:"+handle {
-			t.Errorf("driver volume content source %q, want snapshot:%s", vol.ContentSource, handle)
-		}
-		if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName || pv.Spec.Capacity.Storage().Cmp(resource.MustParse("1Gi")) != 0 {
-			t.Errorf("PV spec %+v", pv.Spec)
-		}
-		waitNoIntent(t, kube, pvc)
-		waitSourceReleased(t, snaps, ns, "ready")
-	})
+func testRestoreReady(t *testing.T, e *restoreTest) {
+	kube, snaps, drv, ns, creates := e.kube, e.snaps, e.drv, e.ns, e.creates
+	handle := drv.AddSnapshot("ready", 1<<30).ID
+	preProvisionSnapshot(t, snaps, ns, "ready", handle, "1Gi", true)
+	pvc := createClaim(t, kube, restoreClaim(ns, "restored", "ready", "1Gi"))
+	pv := waitBound(t, kube, pvc)
+	if got, protected := creates.snapshotFor(pv.Name); got != handle || !protected {
+		t.Errorf("CreateVolume for %s got content source snapshot %q (source protected: %v), want %q, protected", pv.Name, got, protected, handle)
+	}
+	if vol := driverVolume(t, drv, pv.Name); vol.ContentSource != "snapshot:"+handle {
+		t.Errorf("driver volume content source %q, want snapshot:%s", vol.ContentSource, handle)
+	}
+	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != driverName || pv.Spec.Capacity.Storage().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("PV spec %+v", pv.Spec)
+	}
+	waitNoIntent(t, kube, pvc)
+	waitSourceReleased(t, snaps, ns, "ready")
+}
 
-	t.Run("snapshot not ready: a Warning Event and no CreateVolume until it is ready", func(t *testing.T) {
-		handle := drv.AddSnapshot("pending", 1<<30).ID
-		preProvisionSnapshot(t, snaps, ns, "pending", handle, "1Gi", false)
-		before := drv.Calls(csimock.CreateVolume)
-		pvc := createClaim(t, kube, restoreClaim(ns, "from-pending", "pending", "1Gi"))
-		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "VolumeSnapshot "+ns+"/pending is not ready to use")
-		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
-			t.Errorf("CreateVolume called %d times for a snapshot that is not ready", got)
-		}
-		if got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{}); err != nil || got.Spec.VolumeName != "" || slices.Contains(got.Finalizers, intentKey) {
-			t.Errorf("claim waiting for its snapshot: err %v volumeName %q finalizers %v", err, got.Spec.VolumeName, got.Finalizers)
-		}
+func testRestoreNotReady(t *testing.T, e *restoreTest) {
+	ctx, kube, snaps, drv, ns, creates := context.Background(), e.kube, e.snaps, e.drv, e.ns, e.creates
+	handle := drv.AddSnapshot("pending", 1<<30).ID
+	preProvisionSnapshot(t, snaps, ns, "pending", handle, "1Gi", false)
+	before := drv.Calls(csimock.CreateVolume)
+	pvc := createClaim(t, kube, restoreClaim(ns, "from-pending", "pending", "1Gi"))
+	waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "VolumeSnapshot "+ns+"/pending is not ready to use")
+	if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
+		t.Errorf("CreateVolume called %d times for a snapshot that is not ready", got)
+	}
+	if got, err := kube.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{}); err != nil || got.Spec.VolumeName != "" || slices.Contains(got.Finalizers, intentKey) {
+		t.Errorf("claim waiting for its snapshot: err %v volumeName %q finalizers %v", err, got.Spec.VolumeName, got.Finalizers)
+	}
 
-		// What csi-snapshotter and the snapshot controller do once the backend finished the snapshot. No event
-		// tells the provisioner; its retry picks the snapshot up.
-		setSnapshotReady(t, snaps, ns, "pending", true)
-		pv := waitBound(t, kube, pvc)
-		if got, protected := creates.snapshotFor(pv.Name); got != handle || !protected {
-			t.Errorf("CreateVolume got content source snapshot %q (source protected: %v), want %q, protected", got, protected, handle)
-		}
-		waitSourceReleased(t, snaps, ns, "pending")
-	})
+	// What csi-snapshotter and the snapshot controller do once the backend finished the snapshot. No event
+	// tells the provisioner; its retry picks the snapshot up.
+	setSnapshotReady(t, snaps, ns, "pending", true)
+	pv := waitBound(t, kube, pvc)
+	if got, protected := creates.snapshotFor(pv.Name); got != handle || !protected {
+		t.Errorf("CreateVolume got content source snapshot %q (source protected: %v), want %q, protected", got, protected, handle)
+	}
+	waitSourceReleased(t, snaps, ns, "pending")
+}
 
-	t.Run("missing snapshot: a Warning Event naming it and no CreateVolume", func(t *testing.T) {
-		before := drv.Calls(csimock.CreateVolume)
-		pvc := createClaim(t, kube, restoreClaim(ns, "from-missing", "nosuch", "1Gi"))
-		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `volumesnapshots.snapshot.storage.k8s.io "nosuch" not found`)
-		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
-			t.Errorf("CreateVolume called %d times for a missing snapshot", got)
-		}
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
+func testRestoreMissing(t *testing.T, e *restoreTest) {
+	ctx, kube, drv, ns := context.Background(), e.kube, e.drv, e.ns
+	before := drv.Calls(csimock.CreateVolume)
+	pvc := createClaim(t, kube, restoreClaim(ns, "from-missing", "nosuch", "1Gi"))
+	waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `volumesnapshots.snapshot.storage.k8s.io "nosuch" not found`)
+	if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
+		t.Errorf("CreateVolume called %d times for a missing snapshot", got)
+	}
+	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	t.Run("snapshot the driver does not have: its NotFound in a Warning Event; deleting the claim leaves nothing", func(t *testing.T) {
-		preProvisionSnapshot(t, snaps, ns, "gone", "snap-gone", "1Gi", true)
-		pvc := createClaim(t, kube, restoreClaim(ns, "from-gone", "gone", "1Gi"))
-		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `snapshot "snap-gone" not found`)
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		// CreateVolume failed for good (not a timeout), so no volume can exist: the intent is released.
-		waitClaimGone(t, kube, pvc, 60*time.Second)
-		if n := countVolumes(drv, "pvc-"+string(pvc.UID)); n != 0 {
-			t.Errorf("driver holds %d volumes for the failed restore", n)
-		}
-	})
+func testRestoreDriverLacksSnapshot(t *testing.T, e *restoreTest) {
+	ctx, kube, snaps, drv, ns := context.Background(), e.kube, e.snaps, e.drv, e.ns
+	preProvisionSnapshot(t, snaps, ns, "gone", "snap-gone", "1Gi", true)
+	pvc := createClaim(t, kube, restoreClaim(ns, "from-gone", "gone", "1Gi"))
+	waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", `snapshot "snap-gone" not found`)
+	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// CreateVolume failed for good (not a timeout), so no volume can exist: the intent is released.
+	waitClaimGone(t, kube, pvc, 60*time.Second)
+	if n := countVolumes(drv, "pvc-"+string(pvc.UID)); n != 0 {
+		t.Errorf("driver holds %d volumes for the failed restore", n)
+	}
+}
 
-	t.Run("restore size larger than the claim: a Warning Event and no CreateVolume", func(t *testing.T) {
-		preProvisionSnapshot(t, snaps, ns, "big", drv.AddSnapshot("big", 2<<30).ID, "2Gi", true)
-		before := drv.Calls(csimock.CreateVolume)
-		pvc := createClaim(t, kube, restoreClaim(ns, "too-small", "big", "1Gi"))
-		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "smaller than VolumeSnapshot "+ns+"/big restore size")
-		if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
-			t.Errorf("CreateVolume called %d times for a claim smaller than the snapshot", got)
-		}
-		if got, err := snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "big", metav1.GetOptions{}); err != nil || slices.Contains(got.Finalizers, snapshotSourceFinalizer) {
-			t.Errorf("refused restore left the as-source finalizer (err %v, finalizers %v)", err, got.Finalizers)
-		}
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
+func testRestoreTooSmall(t *testing.T, e *restoreTest) {
+	ctx, kube, snaps, drv, ns := context.Background(), e.kube, e.snaps, e.drv, e.ns
+	preProvisionSnapshot(t, snaps, ns, "big", drv.AddSnapshot("big", 2<<30).ID, "2Gi", true)
+	before := drv.Calls(csimock.CreateVolume)
+	pvc := createClaim(t, kube, restoreClaim(ns, "too-small", "big", "1Gi"))
+	waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "smaller than VolumeSnapshot "+ns+"/big restore size")
+	if got := drv.Calls(csimock.CreateVolume) - before; got != 0 {
+		t.Errorf("CreateVolume called %d times for a claim smaller than the snapshot", got)
+	}
+	if got, err := snaps.SnapshotV1().VolumeSnapshots(ns).Get(ctx, "big", metav1.GetOptions{}); err != nil || slices.Contains(got.Finalizers, snapshotSourceFinalizer) {
+		t.Errorf("refused restore left the as-source finalizer (err %v, finalizers %v)", err, got.Finalizers)
+	}
+	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	t.Run("driver without CREATE_DELETE_SNAPSHOT: a Warning Event and no CreateVolume", func(t *testing.T) {
-		// A second driver with the mock's default capabilities (cloning, no snapshots) and its own provisioner.
-		const noSnapDriver = "nosnap.csi.stowage.io"
-		other, err := csimock.Start(ctx, csimock.Options{Name: noSnapDriver})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(other.Stop)
-		sc := storageClass("nosnap", storagev1.VolumeBindingImmediate, nil)
-		sc.Provisioner = noSnapDriver
-		if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		startProvisioner(t, kubeconfig, other.Endpoint())
-		pvc := restoreClaim(ns, "from-nosnap", "ready", "1Gi")
-		pvc.Spec.StorageClassName = &sc.Name
-		pvc = createClaim(t, kube, pvc)
-		waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "driver "+noSnapDriver+" does not support restoring from a VolumeSnapshot")
-		if got := other.Calls(csimock.CreateVolume); got != 0 {
-			t.Errorf("CreateVolume called %d times on a driver without snapshots", got)
-		}
-		if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	})
+func testRestoreNoSnapshotCap(t *testing.T, e *restoreTest) {
+	ctx, kube, ns, kubeconfig := context.Background(), e.kube, e.ns, e.kubeconfig
+	// A second driver with the mock's default capabilities (cloning, no snapshots) and its own provisioner.
+	const noSnapDriver = "nosnap.csi.stowage.io"
+	other, err := csimock.Start(ctx, csimock.Options{Name: noSnapDriver})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	sc := storageClass("nosnap", storagev1.VolumeBindingImmediate, nil)
+	sc.Provisioner = noSnapDriver
+	if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startProvisioner(t, kubeconfig, other.Endpoint())
+	pvc := restoreClaim(ns, "from-nosnap", "ready", "1Gi")
+	pvc.Spec.StorageClassName = &sc.Name
+	pvc = createClaim(t, kube, pvc)
+	waitEvent(t, kube, ns, pvc.Name, v1.EventTypeWarning, "ProvisioningFailed", "driver "+noSnapDriver+" does not support restoring from a VolumeSnapshot")
+	if got := other.Calls(csimock.CreateVolume); got != 0 {
+		t.Errorf("CreateVolume called %d times on a driver without snapshots", got)
+	}
+	if err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	t.Run("restored claims are deleted with their volumes", func(t *testing.T) {
-		deleteClaimsWaitPVsGone(t, kube, ns, "restored", "from-pending")
-		if vols := drv.Volumes(); len(vols) != 0 {
-			t.Errorf("driver holds %d volumes after every restored claim was deleted: %+v", len(vols), vols)
-		}
-	})
+func testRestoredClaimsDeleted(t *testing.T, e *restoreTest) {
+	kube, drv, ns := e.kube, e.drv, e.ns
+	deleteClaimsWaitPVsGone(t, kube, ns, "restored", "from-pending")
+	if vols := drv.Volumes(); len(vols) != 0 {
+		t.Errorf("driver holds %d volumes after every restored claim was deleted: %+v", len(vols), vols)
+	}
 }
 
 // createRecorder keeps, by volume name, the snapshot ID of every CreateVolume request as the driver received
