@@ -4,8 +4,6 @@ package ebsdriver
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -78,18 +76,13 @@ func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
 	d.detach(ctx, id)
 	d.deleteVolume(ctx, id)
 
-	resp, err := http.Get("http://" + d.p.metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	throttles := sumMetric(string(body), `aws_ebs_csi_api_request_throttles_total\{operation_name="[A-Za-z]+"\} ([0-9.e+]+)`)
+	_, body := rig.Get(t, ctx, "http://"+d.p.metrics+"/metrics")
+	throttles := sumMetric(body, `aws_ebs_csi_api_request_throttles_total\{operation_name="[A-Za-z]+"\} ([0-9.e+]+)`)
 	if throttles != 3 {
 		t.Errorf("%v throttles counted, want the 3 the emulator sent; metrics:\n%s", throttles, body)
 	}
 	for _, op := range []string{"CreateVolume", "AttachVolume", "DetachVolume", "DeleteVolume", "DescribeVolumes"} {
-		if sumMetric(string(body), `aws_ebs_csi_api_request_duration_seconds_count\{request="`+op+`"\} ([0-9.e+]+)`) == 0 {
+		if sumMetric(body, `aws_ebs_csi_api_request_duration_seconds_count\{request="`+op+`"\} ([0-9.e+]+)`) == 0 {
 			t.Errorf("no successful %s recorded", op)
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -129,12 +127,7 @@ func startPlugin(t testing.TB, bin string, env []string, args ...string) *plugin
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	p := &plugin{socket: filepath.Join(dir, "csi.sock")}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.metrics = ln.Addr().String()
-	_ = ln.Close()
+	p.metrics = rig.FreeAddr(t)
 	args = append(args, "--endpoint=unix://"+p.socket, "--http-endpoint="+p.metrics, "--v=4")
 	proc, err := rig.Start(rig.Spec{Name: "plugin", Path: bin, Args: args, Env: env, LogDir: t.TempDir()})
 	if err != nil {
@@ -171,18 +164,13 @@ var requestsTotal = regexp.MustCompile(`(?m)^ec2sim_requests_total\{([^}]*)\} (\
 // scrapeRequests sums the emulator's ec2sim_requests_total by one label ("action" or "code").
 func scrapeRequests(t testing.TB, url, label string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+	code, body := rig.Get(t, context.Background(), url)
+	if code != http.StatusOK {
+		t.Fatalf("scrape %s: HTTP %d", url, code)
 	}
 	labelValue := regexp.MustCompile(`(?:^|,)` + regexp.QuoteMeta(label) + `="([^"]*)"`)
 	out := map[string]float64{}
-	for _, m := range requestsTotal.FindAllStringSubmatch(string(body), -1) {
+	for _, m := range requestsTotal.FindAllStringSubmatch(body, -1) {
 		l := labelValue.FindStringSubmatch(m[1])
 		v, err := strconv.ParseFloat(m[2], 64)
 		if l == nil || err != nil {

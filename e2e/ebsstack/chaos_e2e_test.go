@@ -98,7 +98,7 @@ func TestE2EEBSChaos(t *testing.T) {
 			t.Logf("processes that ended on their own (restarted): %v", exits)
 		}
 		checkLogs(t, r.s.Stack)
-		injected, err := faultCounts(ctx, r.s.Stack)
+		injected, err := faultCounts(ctx, t, r.s.Stack)
 		if err != nil {
 			t.Fatalf("read the emulator's metrics: %v", err)
 		}

@@ -5,7 +5,6 @@ package ebsstack
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // checkLogs fails on a panic or fatal runtime error in any Stowage process's log, restarts included.
@@ -136,22 +136,13 @@ func logFaults(t *testing.T, s *Stack, phase string) {
 
 // faultCounts sums the emulator's answers by code (OK, RequestLimitExceeded, InternalError, Dropped, ...)
 // over every action, from its Prometheus metrics.
-func faultCounts(ctx context.Context, s *Stack) (map[string]int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.EC2.URL()+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
+func faultCounts(ctx context.Context, t *testing.T, s *Stack) (map[string]int, error) {
+	code, b := rig.Get(t, ctx, s.EC2.URL()+"/metrics")
+	if code != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: HTTP %d", s.EC2.URL(), code)
 	}
 	out := map[string]int{}
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(b, "\n") {
 		if !strings.HasPrefix(line, "ec2sim_requests_total{") {
 			continue
 		}

@@ -35,7 +35,6 @@ func (n *Node) setUp(ctx context.Context, pod *v1.Pod, pv *podVolume, driver *st
 			return err
 		}
 	}
-
 	staging := ""
 	if n.caps.stage && !v.inline {
 		var err error
@@ -49,28 +48,42 @@ func (n *Node) setUp(ctx context.Context, pod *v1.Pod, pv *podVolume, driver *st
 			})
 		}
 	}
+	target, err := n.publish(ctx, pod, v, driver, publishCtx, staging)
+	if err != nil {
+		return err
+	}
+	n.state.update(func() {
+		pv.published, pv.target = true, target
+	})
+	n.log.V(2).Info("Volume published", "pod", pod.Namespace+"/"+pod.Name, "volume", v.handle, "target", target)
+	return nil
+}
 
+// publish calls NodePublishVolume for the Pod's volume with the volume context and secrets the kubelet
+// sends, applies the Pod's fsGroup when the kubelet does it itself, links a block volume into the Pod's
+// directory, and returns the target path.
+func (n *Node) publish(ctx context.Context, pod *v1.Pod, v *volume, driver *storagev1.CSIDriver, publishCtx map[string]string, staging string) (string, error) {
 	target := n.paths.publishPath(pod.UID, v.specName)
 	if v.block {
 		target = n.paths.blockPublishPath(v.specName, pod.UID)
 	}
 	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-		return fmt.Errorf("create parent of %s: %w", target, err)
+		return "", fmt.Errorf("create parent of %s: %w", target, err)
 	}
 	tokens, err := n.tokens(ctx, pod, driver)
 	if err != nil {
-		return err
+		return "", err
 	}
 	volCtx, err := publishContext(v, driver, pod, tokens)
 	if err != nil {
-		return err
+		return "", err
 	}
 	secrets, err := n.secrets(ctx, v.publishRef)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if secrets, err = publishSecrets(secrets, driver, tokens); err != nil {
-		return err
+		return "", err
 	}
 	action := fsGroupFor(v, driver, pod, n.caps.mountGroup)
 	mountGroup := ""
@@ -85,28 +98,24 @@ func (n *Node) setUp(ctx context.Context, pod *v1.Pod, pv *podVolume, driver *st
 		Secrets: secrets, VolumeContext: volCtx,
 	})
 	if err != nil {
-		return fmt.Errorf("NodePublishVolume %s at %s: %w", v.handle, target, err)
+		return "", fmt.Errorf("NodePublishVolume %s at %s: %w", v.handle, target, err)
 	}
 	if action == fsGroupChown {
 		if err := setOwnership(target, *pod.Spec.SecurityContext.FSGroup); err != nil {
-			return fmt.Errorf("apply fsGroup to %s: %w", target, err)
+			return "", fmt.Errorf("apply fsGroup to %s: %w", target, err)
 		}
 	}
 	if v.block {
 		link := n.paths.podDevicePath(pod.UID, v.specName)
 		if err := os.MkdirAll(filepath.Dir(link), 0o750); err != nil {
-			return err
+			return "", err
 		}
 		_ = os.Remove(link)
 		if err := os.Symlink(target, link); err != nil {
-			return fmt.Errorf("link %s: %w", link, err)
+			return "", fmt.Errorf("link %s: %w", link, err)
 		}
 	}
-	n.state.update(func() {
-		pv.published, pv.target = true, target
-	})
-	n.log.V(2).Info("Volume published", "pod", pod.Namespace+"/"+pod.Name, "volume", v.handle, "target", target)
-	return nil
+	return target, nil
 }
 
 // waitAttached checks what the kubelet waits for before mounting an attachable volume: the attach-detach

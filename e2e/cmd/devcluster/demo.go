@@ -18,11 +18,8 @@ func runDemo(ctx context.Context, args []string) error {
 	fs.StringVar(&opts.Dir, "dir", "", "keep binaries, logs, control-plane data, EC2 data and kubelet roots here (default: a temp dir removed on exit)")
 	without := fs.String("without", "", "comma-separated sidecars not to start (csi-provisioner, csi-attacher), to run your own build in their place; the command to run is printed")
 	fs.Float64Var(&opts.TimeScale, "time-scale", 1, "EC2 delays relative to real EC2 (1 = real; 0.05 is 20 times faster)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *without != "" {
 		opts.Without = strings.Split(*without, ",")

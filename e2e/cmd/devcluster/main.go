@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -47,6 +48,17 @@ func main() {
 		fmt.Fprintf(os.Stderr, "devcluster %s: %v\n", name, err)
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses a subcommand's flags; no subcommand takes arguments.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return nil
 }
 
 func usage(cmds map[string]command) {

@@ -15,11 +15,8 @@ func runUp(ctx context.Context, args []string) error {
 	var opts cluster.Options
 	fs.StringVar(&opts.Dir, "dir", "", "keep the control plane's data, kubeconfigs and logs here (default: a temp dir removed on exit)")
 	fs.StringVar(&opts.CacheDir, "cache-dir", "", "binary cache (default: $"+cluster.CacheDirEnv+", else .cache at the repository root)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
 	c, err := cluster.Start(ctx, opts)
