@@ -90,140 +90,190 @@ func runFailover(t *testing.T, r *rig, index int, sc failoverScenario, rounds in
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	driver := fmt.Sprintf("failover%d.csi.stowage.io", index)
-	node, nodeID := fmt.Sprintf("node-failover%d", index), fmt.Sprintf("mock-failover%d", index)
-	lease := "external-attacher-leader-" + strings.ReplaceAll(driver, ".", "-")
-
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driver})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(drv.Stop)
-	// A ControllerPublish made before the round's signal is the leader's: it blocks until the round
-	// releases it (SIGTERM) or the leader goes away (SIGKILL). One made after the signal is the standby's
-	// (a stopping leader starts no new work): its time is recorded and the call succeeds.
-	var (
-		mu           sync.Mutex
-		signaled     bool
-		release      chan struct{}
-		firstPublish time.Time
-	)
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		mu.Lock()
-		if signaled {
-			if firstPublish.IsZero() {
-				firstPublish = time.Now()
-			}
-			mu.Unlock()
-			return nil
-		}
-		rel := release
-		mu.Unlock()
-		select {
-		case <-rel:
-			return status.Error(codes.Aborted, "interrupted by the benchmark")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-
-	client := r.client
-	createNode(t, ctx, client, node, driver, nodeID)
-	holder := func(ctx context.Context) string {
-		l, err := client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
+	fb := &failoverBench{t: t, ctx: ctx, r: r, drv: drv, gate: &publishGate{}, index: index, sc: sc, driver: driver,
+		node: fmt.Sprintf("node-failover%d", index), lease: "external-attacher-leader-" + strings.ReplaceAll(driver, ".", "-")}
+	drv.SetBeforeCall(fb.gate.before)
+	createNode(t, ctx, r.client, fb.node, driver, fmt.Sprintf("mock-failover%d", index))
 
 	leader := r.startAttacher(t, fmt.Sprintf("failover%d-0", index), drv.Endpoint(), sc.args...)
 	var leaderID string
 	e2erig.Eventually(t, ctx, 2*time.Minute, "the first replica to lead", func(ctx context.Context) (bool, error) {
-		leaderID = holder(ctx)
+		leaderID = fb.holder(ctx)
 		return leaderID != "", nil
 	})
 	var out []failoverRound
 	for round := range rounds {
-		standby := r.startAttacher(t, fmt.Sprintf("failover%d-%d", index, round+1), drv.Endpoint(), sc.args...)
-		e2erig.Eventually(t, ctx, time.Minute, "the standby to wait for the lease", func(context.Context) (bool, error) {
-			log, err := os.ReadFile(standby.LogPath)
-			return err == nil && strings.Contains(string(log), "Waiting to become leader"), err
-		})
-		time.Sleep(standbySettle)
-
-		rel := make(chan struct{})
-		mu.Lock()
-		signaled, release, firstPublish = false, rel, time.Time{}
-		mu.Unlock()
-		before := drv.Calls(csimock.ControllerPublishVolume)
-		vol := drv.AddVolume(fmt.Sprintf("pv-failover%d-%d", index, round), 1<<30)
-		if _, err := client.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		vaName := fmt.Sprintf("va-failover%d-%d", index, round)
-		if _, err := client.StorageV1().VolumeAttachments().Create(ctx, directVA(vaName, driver, vol.Name, node), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e2erig.Eventually(t, ctx, time.Minute, "the leader's ControllerPublish", func(context.Context) (bool, error) {
-			return drv.Calls(csimock.ControllerPublishVolume) > before, nil
-		})
-
-		exitedAt := make(chan time.Time, 1)
-		go func(done <-chan struct{}) {
-			<-done
-			exitedAt <- time.Now()
-		}(leader.Done())
-		mu.Lock()
-		signaled = true
-		mu.Unlock()
-		stopped := time.Now()
-		leader.Signal(sc.signal)
-		if sc.signal == syscall.SIGTERM {
-			close(rel) // the call in flight returns, so the drain does not wait for --timeout
-		}
-		var res failoverRound
-		var newLeader string
-		e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to take the lease", func(ctx context.Context) (bool, error) {
-			if h := holder(ctx); h != "" && h != leaderID {
-				newLeader = h
-				res.leaseTaken = time.Since(stopped).Seconds()
-				return true, nil
-			}
-			return false, nil
-		})
-		waitCtx, waitCancel := context.WithTimeout(ctx, time.Minute)
-		err := leader.Wait(waitCtx)
-		waitCancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("leader still running a minute after %s", sc.signal)
-		}
-		if sc.signal == syscall.SIGTERM && err != nil {
-			t.Errorf("leader exit after SIGTERM = %v, want a clean exit", err)
-		}
-		e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to attach "+vaName, func(ctx context.Context) (bool, error) {
-			va, err := client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
-			return err == nil && va.Status.Attached, err
-		})
-		mu.Lock()
-		published := firstPublish
-		mu.Unlock()
-		if published.IsZero() {
-			t.Fatalf("round %d: %s attached without a ControllerPublish by the standby", round, vaName)
-		}
-		res.exited = (<-exitedAt).Sub(stopped).Seconds()
-		res.firstPublish = published.Sub(stopped).Seconds()
-		if res.firstPublish < res.leaseTaken-1 {
-			// The lease is polled every 100 ms: a publish this much earlier was not the standby's.
-			t.Errorf("round %d: a ControllerPublish %.1fs after %s, before the standby took the lease (%.1fs)", round+1, res.firstPublish, sc.signal, res.leaseTaken)
-		}
-		t.Logf("round %d: %s, leader exited %.2fs, lease taken by %s %.1fs, standby's first publish %.1fs", round+1, sc.signal, res.exited, newLeader, res.leaseTaken, res.firstPublish)
+		res, standby, newLeader := fb.round(round, leader, leaderID)
 		out = append(out, res)
 		leader, leaderID = standby, newLeader
 	}
 	return out
+}
+
+// publishGate tells the leader's ControllerPublish calls from the standby's. A call made before the round's
+// signal is the leader's: it blocks until the round releases it (SIGTERM) or the leader goes away (SIGKILL).
+// One made after the signal is the standby's (a stopping leader starts no new work): its time is recorded
+// and the call succeeds.
+type publishGate struct {
+	mu           sync.Mutex
+	signaled     bool
+	release      chan struct{}
+	firstPublish time.Time
+}
+
+func (g *publishGate) before(ctx context.Context, method string, _ any) error {
+	if method != csimock.ControllerPublishVolume {
+		return nil
+	}
+	g.mu.Lock()
+	if g.signaled {
+		if g.firstPublish.IsZero() {
+			g.firstPublish = time.Now()
+		}
+		g.mu.Unlock()
+		return nil
+	}
+	rel := g.release
+	g.mu.Unlock()
+	select {
+	case <-rel:
+		return status.Error(codes.Aborted, "interrupted by the benchmark")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// arm starts a round: calls block until the returned channel is closed.
+func (g *publishGate) arm() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.signaled, g.release, g.firstPublish = false, make(chan struct{}), time.Time{}
+	return g.release
+}
+
+// signal marks the leader as signaled: later calls are the standby's.
+func (g *publishGate) signal() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.signaled = true
+}
+
+// first is when the standby's first call came, zero if none did.
+func (g *publishGate) first() time.Time {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.firstPublish
+}
+
+// failoverBench is one scenario's driver, node and Lease.
+type failoverBench struct {
+	t                   *testing.T
+	ctx                 context.Context
+	r                   *rig
+	drv                 *csimock.Driver
+	gate                *publishGate
+	index               int
+	sc                  failoverScenario
+	driver, node, lease string
+}
+
+// holder is the Lease's holder, "" when there is none or it cannot be read.
+func (fb *failoverBench) holder(ctx context.Context) string {
+	l, err := fb.r.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, fb.lease, metav1.GetOptions{})
+	if err != nil || l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// round starts a standby, gives the leader a VolumeAttachment to work on, stops it and times the standby's
+// takeover. It returns the measures, the standby and its identity.
+func (fb *failoverBench) round(round int, leader *e2erig.Process, leaderID string) (failoverRound, *e2erig.Process, string) {
+	t, ctx := fb.t, fb.ctx
+	standby := fb.r.startAttacher(t, fmt.Sprintf("failover%d-%d", fb.index, round+1), fb.drv.Endpoint(), fb.sc.args...)
+	e2erig.Eventually(t, ctx, time.Minute, "the standby to wait for the lease", func(context.Context) (bool, error) {
+		log, err := os.ReadFile(standby.LogPath)
+		return err == nil && strings.Contains(string(log), "Waiting to become leader"), err
+	})
+	time.Sleep(standbySettle)
+
+	rel := fb.gate.arm()
+	vaName := fb.leaderAttaching(round)
+	exitedAt := make(chan time.Time, 1)
+	go func(done <-chan struct{}) {
+		<-done
+		exitedAt <- time.Now()
+	}(leader.Done())
+	fb.gate.signal()
+	stopped := time.Now()
+	leader.Signal(fb.sc.signal)
+	if fb.sc.signal == syscall.SIGTERM {
+		close(rel) // the call in flight returns, so the drain does not wait for --timeout
+	}
+	var res failoverRound
+	var newLeader string
+	e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to take the lease", func(ctx context.Context) (bool, error) {
+		if h := fb.holder(ctx); h != "" && h != leaderID {
+			newLeader = h
+			res.leaseTaken = time.Since(stopped).Seconds()
+			return true, nil
+		}
+		return false, nil
+	})
+	fb.waitLeaderExit(leader)
+	e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to attach "+vaName, func(ctx context.Context) (bool, error) {
+		va, err := fb.r.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		return err == nil && va.Status.Attached, err
+	})
+	published := fb.gate.first()
+	if published.IsZero() {
+		t.Fatalf("round %d: %s attached without a ControllerPublish by the standby", round, vaName)
+	}
+	res.exited = (<-exitedAt).Sub(stopped).Seconds()
+	res.firstPublish = published.Sub(stopped).Seconds()
+	if res.firstPublish < res.leaseTaken-1 {
+		// The lease is polled every 100 ms: a publish this much earlier was not the standby's.
+		t.Errorf("round %d: a ControllerPublish %.1fs after %s, before the standby took the lease (%.1fs)", round+1, res.firstPublish, fb.sc.signal, res.leaseTaken)
+	}
+	t.Logf("round %d: %s, leader exited %.2fs, lease taken by %s %.1fs, standby's first publish %.1fs", round+1, fb.sc.signal, res.exited, newLeader, res.leaseTaken, res.firstPublish)
+	return res, standby, newLeader
+}
+
+// leaderAttaching creates the round's volume and VolumeAttachment and waits until the leader's
+// ControllerPublish for it is in flight. It returns the VolumeAttachment's name.
+func (fb *failoverBench) leaderAttaching(round int) string {
+	t, ctx, client := fb.t, fb.ctx, fb.r.client
+	before := fb.drv.Calls(csimock.ControllerPublishVolume)
+	vol := fb.drv.AddVolume(fmt.Sprintf("pv-failover%d-%d", fb.index, round), 1<<30)
+	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, fb.driver, vol.ID), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vaName := fmt.Sprintf("va-failover%d-%d", fb.index, round)
+	if _, err := client.StorageV1().VolumeAttachments().Create(ctx, directVA(vaName, fb.driver, vol.Name, fb.node), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2erig.Eventually(t, ctx, time.Minute, "the leader's ControllerPublish", func(context.Context) (bool, error) {
+		return fb.drv.Calls(csimock.ControllerPublishVolume) > before, nil
+	})
+	return vaName
+}
+
+// waitLeaderExit waits up to a minute for the stopped leader; after SIGTERM it must exit cleanly.
+func (fb *failoverBench) waitLeaderExit(leader *e2erig.Process) {
+	waitCtx, waitCancel := context.WithTimeout(fb.ctx, time.Minute)
+	err := leader.Wait(waitCtx)
+	waitCancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		fb.t.Fatalf("leader still running a minute after %s", fb.sc.signal)
+	}
+	if fb.sc.signal == syscall.SIGTERM && err != nil {
+		fb.t.Errorf("leader exit after SIGTERM = %v, want a clean exit", err)
+	}
 }
 
 // column picks one measure out of every round.
