@@ -37,71 +37,85 @@ type GroupControllerCapabilities = Set[csi.GroupControllerServiceCapability_RPC_
 
 // PluginCapabilities asks the driver which services it offers.
 func (c *Conn) PluginCapabilities(ctx context.Context) (PluginCapabilities, error) {
-	ctx, cancel := c.WithTimeout(ctx)
-	defer cancel()
-	rsp, err := csi.NewIdentityClient(c.conn).GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+	caps, err := ask(ctx, c, "GetPluginCapabilities", func(ctx context.Context) ([]*csi.PluginCapability, error) {
+		rsp, err := csi.NewIdentityClient(c.conn).GetPluginCapabilities(ctx, &csi.GetPluginCapabilitiesRequest{})
+		return rsp.GetCapabilities(), err
+	})
 	if err != nil {
-		return PluginCapabilities{}, fmt.Errorf("GetPluginCapabilities: %w", err)
+		return PluginCapabilities{}, err
 	}
-	caps := PluginCapabilities{Services: Set[csi.PluginCapability_Service_Type]{}, VolumeExpansion: Set[csi.PluginCapability_VolumeExpansion_Type]{}}
-	for _, pc := range rsp.GetCapabilities() {
-		if s := pc.GetService(); s != nil {
-			caps.Services[s.GetType()] = struct{}{}
-		}
-		if e := pc.GetVolumeExpansion(); e != nil {
-			caps.VolumeExpansion[e.GetType()] = struct{}{}
-		}
-	}
-	return caps, nil
+	return PluginCapabilities{
+		Services: collect(caps, func(pc *csi.PluginCapability) csi.PluginCapability_Service_Type { return pc.GetService().GetType() }),
+		VolumeExpansion: collect(caps, func(pc *csi.PluginCapability) csi.PluginCapability_VolumeExpansion_Type {
+			return pc.GetVolumeExpansion().GetType()
+		}),
+	}, nil
 }
 
 // ControllerCapabilities asks the driver's controller service what it supports.
 func (c *Conn) ControllerCapabilities(ctx context.Context) (ControllerCapabilities, error) {
-	ctx, cancel := c.WithTimeout(ctx)
-	defer cancel()
-	rsp, err := csi.NewControllerClient(c.conn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ControllerGetCapabilities: %w", err)
-	}
-	caps := ControllerCapabilities{}
-	for _, cc := range rsp.GetCapabilities() {
-		if r := cc.GetRpc(); r != nil {
-			caps[r.GetType()] = struct{}{}
-		}
-	}
-	return caps, nil
+	return rpcCapabilities(ctx, c, "ControllerGetCapabilities",
+		func(ctx context.Context) ([]*csi.ControllerServiceCapability, error) {
+			rsp, err := csi.NewControllerClient(c.conn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
+			return rsp.GetCapabilities(), err
+		},
+		func(cc *csi.ControllerServiceCapability) csi.ControllerServiceCapability_RPC_Type {
+			return cc.GetRpc().GetType()
+		})
 }
 
 // NodeCapabilities asks the driver's node service what it supports.
 func (c *Conn) NodeCapabilities(ctx context.Context) (NodeCapabilities, error) {
-	ctx, cancel := c.WithTimeout(ctx)
-	defer cancel()
-	rsp, err := csi.NewNodeClient(c.conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("NodeGetCapabilities: %w", err)
-	}
-	caps := NodeCapabilities{}
-	for _, nc := range rsp.GetCapabilities() {
-		if r := nc.GetRpc(); r != nil {
-			caps[r.GetType()] = struct{}{}
-		}
-	}
-	return caps, nil
+	return rpcCapabilities(ctx, c, "NodeGetCapabilities",
+		func(ctx context.Context) ([]*csi.NodeServiceCapability, error) {
+			rsp, err := csi.NewNodeClient(c.conn).NodeGetCapabilities(ctx, &csi.NodeGetCapabilitiesRequest{})
+			return rsp.GetCapabilities(), err
+		},
+		func(nc *csi.NodeServiceCapability) csi.NodeServiceCapability_RPC_Type { return nc.GetRpc().GetType() })
 }
 
 // GroupControllerCapabilities asks the driver's group controller service what it supports.
 func (c *Conn) GroupControllerCapabilities(ctx context.Context) (GroupControllerCapabilities, error) {
+	return rpcCapabilities(ctx, c, "GroupControllerGetCapabilities",
+		func(ctx context.Context) ([]*csi.GroupControllerServiceCapability, error) {
+			rsp, err := csi.NewGroupControllerClient(c.conn).GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+			return rsp.GetCapabilities(), err
+		},
+		func(gc *csi.GroupControllerServiceCapability) csi.GroupControllerServiceCapability_RPC_Type {
+			return gc.GetRpc().GetType()
+		})
+}
+
+// rpcCapabilities asks a service for its capabilities with get and returns the RPC types rpcType reads from them.
+func rpcCapabilities[C any, T comparable](ctx context.Context, c *Conn, call string, get func(context.Context) ([]C, error), rpcType func(C) T) (Set[T], error) {
+	caps, err := ask(ctx, c, call, get)
+	if err != nil {
+		return nil, err
+	}
+	return collect(caps, rpcType), nil
+}
+
+// ask makes one of the GetCapabilities calls with get, bounded by the per-call timeout, and names it in its error.
+func ask[C any](ctx context.Context, c *Conn, call string, get func(context.Context) ([]C, error)) ([]C, error) {
 	ctx, cancel := c.WithTimeout(ctx)
 	defer cancel()
-	rsp, err := csi.NewGroupControllerClient(c.conn).GroupControllerGetCapabilities(ctx, &csi.GroupControllerGetCapabilitiesRequest{})
+	caps, err := get(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("GroupControllerGetCapabilities: %w", err)
-	}
-	caps := GroupControllerCapabilities{}
-	for _, gc := range rsp.GetCapabilities() {
-		if r := gc.GetRpc(); r != nil {
-			caps[r.GetType()] = struct{}{}
-		}
+		return nil, fmt.Errorf("%s: %w", call, err)
 	}
 	return caps, nil
+}
+
+// collect is the set of the types typ reads from caps. The protobuf getters read a capability of another kind
+// (a plugin's volume expansion when collecting its services) or without a type as the zero value, UNKNOWN in
+// every CSI capability enum, which is left out.
+func collect[C any, T comparable](caps []C, typ func(C) T) Set[T] {
+	set := Set[T]{}
+	var unknown T
+	for _, c := range caps {
+		if t := typ(c); t != unknown {
+			set[t] = struct{}{}
+		}
+	}
+	return set
 }

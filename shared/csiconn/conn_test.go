@@ -47,6 +47,7 @@ func TestDiscovery(t *testing.T) {
 		wantCtrl   []csi.ControllerServiceCapability_RPC_Type
 		notCtrl    []csi.ControllerServiceCapability_RPC_Type
 		wantNode   []csi.NodeServiceCapability_RPC_Type
+		wantGroup  []csi.GroupControllerServiceCapability_RPC_Type
 		wantExpand []csi.PluginCapability_VolumeExpansion_Type
 	}{
 		{
@@ -57,12 +58,15 @@ func TestDiscovery(t *testing.T) {
 				PluginExpansion: []csi.PluginCapability_VolumeExpansion_Type{csi.PluginCapability_VolumeExpansion_ONLINE},
 				ControllerCaps:  []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME},
 				NodeCaps:        []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME},
+				GroupControllerCaps: []csi.GroupControllerServiceCapability_RPC_Type{
+					csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT},
 			},
 			wantPlugin: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE, csi.PluginCapability_Service_VOLUME_ACCESSIBILITY_CONSTRAINTS},
 			notPlugin:  []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE},
 			wantCtrl:   []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME},
 			notCtrl:    []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_LIST_VOLUMES},
 			wantNode:   []csi.NodeServiceCapability_RPC_Type{csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME},
+			wantGroup:  []csi.GroupControllerServiceCapability_RPC_Type{csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT},
 			wantExpand: []csi.PluginCapability_VolumeExpansion_Type{csi.PluginCapability_VolumeExpansion_ONLINE},
 		},
 		{
@@ -88,48 +92,44 @@ func TestDiscovery(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, cp := range tt.wantPlugin {
-				if !plugin.Has(cp) {
-					t.Errorf("plugin capabilities lack %s", cp)
-				}
-			}
-			for _, cp := range tt.notPlugin {
-				if plugin.Has(cp) {
-					t.Errorf("plugin capabilities have unannounced %s", cp)
-				}
-			}
-			for _, e := range tt.wantExpand {
-				if !plugin.VolumeExpansion.Has(e) {
-					t.Errorf("volume expansion lacks %s", e)
-				}
-			}
+			// One answer lists services and expansion modes: neither set takes in the other's entries.
+			checkCaps(t, "plugin services", plugin.Services, tt.wantPlugin, tt.notPlugin, true)
+			checkCaps(t, "volume expansion", plugin.VolumeExpansion, tt.wantExpand, nil, true)
 			ctrl, err := c.ControllerCapabilities(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, cp := range tt.wantCtrl {
-				if !ctrl.Has(cp) {
-					t.Errorf("controller capabilities lack %s", cp)
-				}
-			}
-			for _, cp := range tt.notCtrl {
-				if ctrl.Has(cp) {
-					t.Errorf("controller capabilities have unannounced %s", cp)
-				}
-			}
+			checkCaps(t, "controller capabilities", ctrl, tt.wantCtrl, tt.notCtrl, false)
 			node, err := c.NodeCapabilities(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(node) != len(tt.wantNode) {
-				t.Errorf("node capabilities %v, want %v", node, tt.wantNode)
+			checkCaps(t, "node capabilities", node, tt.wantNode, nil, true)
+			group, err := c.GroupControllerCapabilities(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			for _, cp := range tt.wantNode {
-				if !node.Has(cp) {
-					t.Errorf("node capabilities lack %s", cp)
-				}
-			}
+			checkCaps(t, "group controller capabilities", group, tt.wantGroup, nil, true)
 		})
+	}
+}
+
+// checkCaps reports the capabilities of want that got lacks and those of not it has; exact also reports any it
+// has beyond want.
+func checkCaps[T comparable](t *testing.T, what string, got Set[T], want, not []T, exact bool) {
+	t.Helper()
+	for _, c := range want {
+		if !got.Has(c) {
+			t.Errorf("%s lack %v", what, c)
+		}
+	}
+	for _, c := range not {
+		if got.Has(c) {
+			t.Errorf("%s have unannounced %v", what, c)
+		}
+	}
+	if exact && len(got) != len(want) {
+		t.Errorf("%s %v, want exactly %v", what, got, want)
 	}
 }
 
