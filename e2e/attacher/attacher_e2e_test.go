@@ -226,35 +226,39 @@ func testTakeOverFromUpstream(t *testing.T, r *rig) {
 	r.startAttacher(t, "attacher", f.drv.Endpoint(), oneWorker)
 	f.deleteAttachedVolume("va-takeover", "pv-takeover")
 
-	// The sentinel: a second such pair, deleted the same way. Once the attacher has patched its PV, it has
-	// handled every event of the first pair on both of its queues.
-	sentinelVol := f.leftByUpstream("va-takeover-sentinel", "pv-takeover-sentinel")
+	// The sentinel: a volume attached by this attacher, with upstream's PV finalizer, deleted the same way.
+	// Once the attacher has patched its PV, it has handled every event of the first pair on both its queues.
+	f.volume("pv-takeover-sentinel", func(pv *corev1.PersistentVolume) { pv.Finalizers = []string{upstreamFinalizer(f.driver)} })
+	f.attachment("va-takeover-sentinel", "pv-takeover-sentinel", nil)
+	f.waitAttached("va-takeover-sentinel")
 	f.deleteAttachedVolume("va-takeover-sentinel", "pv-takeover-sentinel")
 	writes := r.audit.WaitFor(t, ctx, waitTimeout, "csi-attacher's patch of pv-takeover-sentinel", func(w e2erig.AuditWrite) bool {
 		return w.User == attacherUser && w.Resource == "persistentvolumes" && w.Name == "pv-takeover-sentinel"
 	})
-	got := e2erig.Strings(e2erig.Filter(writes[before:], e2erig.ByUser(attacherUser)))
+	got := e2erig.Strings(e2erig.Filter(without(writes[before:], "va-takeover-sentinel", "pv-takeover-sentinel"), e2erig.ByUser(attacherUser)))
 	want := []string{
 		"patch volumeattachments va-takeover 200 " + attacherUser,
 		"patch persistentvolumes pv-takeover 200 " + attacherUser,
-		"patch volumeattachments va-takeover-sentinel 200 " + attacherUser,
-		"patch persistentvolumes pv-takeover-sentinel 200 " + attacherUser,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("csi-attacher writes = %q, want %q", got, want)
 	}
-	for _, v := range []csimock.Volume{vol, sentinelVol} {
-		if n := f.drv.CallsFor(csimock.ControllerUnpublishVolume, v.ID); n != 1 {
-			t.Errorf("ControllerUnpublishVolume calls for %s = %d, want 1", v.ID, n)
-		}
+	if n := f.drv.CallsFor(csimock.ControllerUnpublishVolume, vol.ID); n != 1 {
+		t.Errorf("ControllerUnpublishVolume calls for %s = %d, want 1", vol.ID, n)
 	}
+}
+
+// upstreamFinalizer is the finalizer upstream's attacher puts on driver's VolumeAttachments and
+// PersistentVolumes.
+func upstreamFinalizer(driver string) string {
+	return "external-attacher/" + strings.ReplaceAll(driver, ".", "-")
 }
 
 // leftByUpstream creates what upstream's attacher leaves for an attached volume: a PersistentVolume with its
 // PV finalizer, and a VolumeAttachment with its finalizer, the node-id annotation and an attached status.
 func (f *fixture) leftByUpstream(vaName, pvName string) csimock.Volume {
 	f.t.Helper()
-	finalizer := "external-attacher/" + strings.ReplaceAll(f.driver, ".", "-")
+	finalizer := upstreamFinalizer(f.driver)
 	vol, _ := f.volume(pvName, func(pv *corev1.PersistentVolume) { pv.Finalizers = []string{finalizer} })
 	va := f.attachment(vaName, pvName, func(va *storagev1.VolumeAttachment) {
 		va.Finalizers = []string{finalizer}
