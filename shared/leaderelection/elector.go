@@ -157,111 +157,153 @@ func (e *Elector) Run(ctx context.Context, work func(context.Context) error) err
 
 	// The elector outlives ctx: it keeps renewing while work drains, and stops only when told to.
 	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElector()
-
-	var (
-		mu sync.Mutex
-		// acquired is set when this candidate writes itself into the Lease. client-go starts the work
-		// goroutine only after that, so once le.Run returns, acquired says whether work must be waited for.
-		acquired bool
-		stopping bool // a graceful stop is under way: losing leadership now is expected
-		workErr  error
-	)
-	lock := &trackingLock{Interface: e.lock, onHeld: func() {
-		mu.Lock()
-		acquired = true
-		mu.Unlock()
-	}}
-	workDone := make(chan struct{})
-
-	go func() {
-		select {
-		case <-ctx.Done():
-		case <-electorCtx.Done():
-			return
-		}
-		mu.Lock()
-		stopping = true
-		held := acquired
-		mu.Unlock()
-		if !held {
-			stopElector()
-		}
-		// A leader's work sees ctx end, drains, and stops the elector itself.
+	el := &election{e: e, ctx: ctx, logger: logger, work: work, stopElector: stopElector, workDone: make(chan struct{})}
+	var watching sync.WaitGroup
+	watching.Go(func() { el.stopUnlessLeading(electorCtx) })
+	defer func() {
+		stopElector()
+		watching.Wait()
 	}()
 
-	lec := leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            e.cfg.LockName,
-		LeaseDuration:   e.cfg.LeaseDuration,
-		RenewDeadline:   e.cfg.RenewDeadline,
-		RetryPeriod:     e.cfg.RetryPeriod,
-		ReleaseOnCancel: e.cfg.ReleaseOnExit,
-		WatchDog:        e.healthz,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				e.status.Set(1)
-				logger.Info("Became leader, starting work")
-
-				workCtx, cancel := context.WithCancel(leaderCtx)
-				stop := context.AfterFunc(ctx, cancel)
-				err := work(workCtx)
-				stop()
-				cancel()
-
-				mu.Lock()
-				workErr = err
-				if leaderCtx.Err() == nil {
-					// Work ended while we still lead (graceful exit or its own return): not a lost lease.
-					stopping = true
-				}
-				mu.Unlock()
-				close(workDone)
-				logger.Info("Work stopped, leaving leader election", "releaseLease", e.cfg.ReleaseOnExit, "err", err)
-				stopElector()
-			},
-			OnStoppedLeading: func() {
-				e.status.Set(0)
-				mu.Lock()
-				graceful := stopping
-				mu.Unlock()
-				if graceful {
-					return
-				}
-				logger.Error(nil, "Lost the leader election lease")
-				e.cfg.OnLost()
-			},
-			OnNewLeader: func(identity string) {
-				logger.V(3).Info("New leader elected", "leader", identity)
-			},
-		},
+	le, err := e.newLeaderElector(logger, el.config())
+	if err != nil {
+		return err
 	}
+	e.healthz.SetLeaderElection(le)
+	logger.Info("Waiting to become leader")
+	le.Run(electorCtx)
+	return el.result()
+}
+
+// newLeaderElector makes client-go's elector, and says so when another metrics provider took its slow path count.
+func (e *Elector) newLeaderElector(logger klog.Logger, lec leaderelection.LeaderElectionConfig) (*leaderelection.LeaderElector, error) {
 	made := slowpath().made.Load()
 	le, err := leaderelection.NewLeaderElector(lec)
 	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
+		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
 	if slowpath().made.Load() == made {
 		// client-go took no metric from our provider: another one was installed in this process first.
 		logger.Info("leader_election_slowpath_total is not counted: another package set client-go's leader election metrics provider first")
 	}
-	e.healthz.SetLeaderElection(le)
-	logger.Info("Waiting to become leader")
-	le.Run(electorCtx)
+	return le, nil
+}
 
-	mu.Lock()
-	held := acquired
-	mu.Unlock()
+// election is one Run: client-go's callbacks and Run's own goroutines share its state.
+type election struct {
+	e      *Elector
+	ctx    context.Context // Run's: its end is a graceful exit
+	logger klog.Logger
+	work   func(context.Context) error
+	// stopElector ends client-go's elector, which then releases the Lease if it holds it and ReleaseOnExit.
+	stopElector context.CancelFunc
+	workDone    chan struct{} // closed when work has returned
+
+	mu sync.Mutex
+	// acquired is set when this candidate writes itself into the Lease. client-go starts the work goroutine
+	// only after that, so once it returns, acquired says whether work must be waited for.
+	acquired bool
+	stopping bool // a graceful stop is under way: losing leadership now is expected
+	workErr  error
+}
+
+// config is client-go's configuration, with the callbacks that run work and tell a lost Lease from an exit.
+func (el *election) config() leaderelection.LeaderElectionConfig {
+	cfg := el.e.cfg
+	return leaderelection.LeaderElectionConfig{
+		Lock:            &trackingLock{Interface: el.e.lock, onHeld: el.held},
+		Name:            cfg.LockName,
+		LeaseDuration:   cfg.LeaseDuration,
+		RenewDeadline:   cfg.RenewDeadline,
+		RetryPeriod:     cfg.RetryPeriod,
+		ReleaseOnCancel: cfg.ReleaseOnExit,
+		WatchDog:        el.e.healthz,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: el.lead,
+			OnStoppedLeading: el.stoppedLeading,
+			OnNewLeader: func(identity string) {
+				el.logger.V(3).Info("New leader elected", "leader", identity)
+			},
+		},
+	}
+}
+
+func (el *election) held() {
+	el.mu.Lock()
+	el.acquired = true
+	el.mu.Unlock()
+}
+
+// stopUnlessLeading waits for Run's context to end, marks the stop as graceful, and stops a candidate that does
+// not lead; a leader's work sees ctx end, drains, and stops the elector itself (lead). It returns early when
+// the elector stops for another reason.
+func (el *election) stopUnlessLeading(electorCtx context.Context) {
+	select {
+	case <-el.ctx.Done():
+	case <-electorCtx.Done():
+		return
+	}
+	el.mu.Lock()
+	el.stopping = true
+	held := el.acquired
+	el.mu.Unlock()
+	if !held {
+		el.stopElector()
+	}
+}
+
+// lead runs work while this candidate leads, until Run's context ends or the Lease is lost, then stops the
+// elector: only now, with work returned, may the Lease be released.
+func (el *election) lead(leaderCtx context.Context) {
+	el.e.status.Set(1)
+	el.logger.Info("Became leader, starting work")
+
+	workCtx, cancel := context.WithCancel(leaderCtx)
+	stop := context.AfterFunc(el.ctx, cancel)
+	err := el.work(workCtx)
+	stop()
+	cancel()
+
+	el.mu.Lock()
+	el.workErr = err
+	if leaderCtx.Err() == nil {
+		// Work ended while we still lead (graceful exit or its own return): not a lost lease.
+		el.stopping = true
+	}
+	el.mu.Unlock()
+	close(el.workDone)
+	el.logger.Info("Work stopped, leaving leader election", "releaseLease", el.e.cfg.ReleaseOnExit, "err", err)
+	el.stopElector()
+}
+
+func (el *election) stoppedLeading() {
+	el.e.status.Set(0)
+	el.mu.Lock()
+	graceful := el.stopping
+	el.mu.Unlock()
+	if graceful {
+		return
+	}
+	el.logger.Error(nil, "Lost the leader election lease")
+	el.e.cfg.OnLost()
+}
+
+// result is Run's: nil if this candidate never led, otherwise once work has returned, its error, or
+// ErrLeaseLost if the Lease was lost under it.
+func (el *election) result() error {
+	el.mu.Lock()
+	held := el.acquired
+	el.mu.Unlock()
 	if !held {
 		return nil
 	}
-	<-workDone
-	mu.Lock()
-	defer mu.Unlock()
-	if !stopping {
+	<-el.workDone
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if !el.stopping {
 		return ErrLeaseLost
 	}
-	return workErr
+	return el.workErr
 }
 
 // trackingLock reports when a write made this candidate the Lease holder.
