@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +41,9 @@ func slowpathCount(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 // stale resourceVersion and gets 409; client-go then reads the Lease again and renews on the slow path, which
 // the registry the Elector was given must show.
 func TestSlowPathRenewalIsCounted(t *testing.T) {
-	// A Lease name of its own: the counter is one per process (slowpath.go), other tests must not move it.
-	const lock = "slowpath-test-ebs-csi-aws-com"
+	// A Lease name of its own: the counter is one per process (slowpath.go), so neither other tests nor an
+	// earlier run of this one (-count) may have moved its series.
+	lock := fmt.Sprintf("slowpath-test-%d-ebs-csi-aws-com", time.Now().UnixNano())
 	client := testutil.NewClientset() // answers a stale resourceVersion with 409, as the API server does
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(client, "a")
