@@ -62,7 +62,8 @@ func TestRegisterNamesAndDefaults(t *testing.T) {
 }
 
 func TestQPSAndBurstDeviateFromUpstream(t *testing.T) {
-	// Upstream's 5/10 is the sidecars' top scale complaint; Stowage's defaults must stay above them.
+	// Upstream's 5/10 limits provisioning to a few volumes a second (see DefaultKubeAPIQPS); Stowage's defaults
+	// must stay above them.
 	const upstreamQPS, upstreamBurst = 5.0, 10
 	_, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
 	if c.KubeAPIQPS != 20 || c.KubeAPIBurst != 100 {

@@ -62,7 +62,7 @@ func (h *CSI) detach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 	})
 	if code, ok := csiattach.Code(err); err != nil && ok && code == codes.NotFound {
 		// The volume or the node no longer exists, so the volume is attached to nothing; retrying would
-		// keep the VolumeAttachment stuck forever (upstream's complaint #1).
+		// keep the VolumeAttachment, and the Pod waiting for its deletion, stuck forever.
 		logger.Info("Driver reports the volume or node gone; treating it as detached", "volumeID", handle, "nodeID", nodeID, "err", err)
 		err = nil
 	}

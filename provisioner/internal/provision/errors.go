@@ -23,9 +23,9 @@ func IsSlow(err error) bool {
 	return errors.As(err, &s)
 }
 
-// maybeInProgress reports whether a CSI error leaves the operation possibly still running in the driver
-// (reference/sidecars.md §0: timeouts, cancellations, Unavailable, Aborted, and anything that is not a gRPC status).
-// ResourceExhausted is final for CreateVolume: the driver could not place the volume. Unknown is treated as
+// maybeInProgress reports whether a CSI error leaves the operation possibly still running in the driver: a
+// timeout or cancellation ends only our wait, Unavailable and Aborted may come after the driver started the
+// work, and an error that is not a gRPC status says nothing of what the driver did. ResourceExhausted is final for CreateVolume: the driver could not place the volume. Unknown is treated as
 // "maybe running" too (upstream: final), because assuming "no volume" after it is what leaks.
 func maybeInProgress(err error) bool {
 	st, ok := status.FromError(err)

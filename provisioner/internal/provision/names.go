@@ -2,7 +2,8 @@
 // It holds the per-object logic; internal/controller feeds it from informers and work queues.
 package provision
 
-// Names shared with upstream external-provisioner (reference/sidecars.md §2, §5); they must not change.
+// Names shared with upstream external-provisioner and the Kubernetes PV controller: objects written by either
+// carry them, so a change would orphan those objects or let two provisioners act on one claim.
 const (
 	annStorageProvisioner     = "volume.kubernetes.io/storage-provisioner"
 	annBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner"

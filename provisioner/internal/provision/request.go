@@ -116,7 +116,8 @@ func (p *Provisioner) planAttributesClass(claim *v1.PersistentVolumeClaim, plan 
 
 // volumeCapabilities maps access modes and volume mode to CSI capabilities, one per access mode.
 // ReadWriteOncePod becomes SINGLE_NODE_SINGLE_WRITER (and ReadWriteOnce SINGLE_NODE_MULTI_WRITER) only when the
-// driver has SINGLE_NODE_MULTI_WRITER; otherwise both are SINGLE_NODE_WRITER (reference/sidecars.md §0).
+// driver has SINGLE_NODE_MULTI_WRITER; otherwise both are SINGLE_NODE_WRITER, the one single-node mode every
+// driver understands, as upstream does.
 func volumeCapabilities(modes []v1.PersistentVolumeAccessMode, block bool, fsType string, mountOptions []string, singleNodeMultiWriter bool) ([]*csi.VolumeCapability, error) {
 	if len(modes) == 0 {
 		return nil, fmt.Errorf("claim has no spec.accessModes")
