@@ -72,13 +72,9 @@ func runStorm(t *testing.T, n int, flags []string) stormResult {
 		t.Fatal(err)
 	}
 	t.Cleanup(drv.Stop)
-	if _, err := kube.StorageV1().StorageClasses().Create(ctx, storageClass("storm", storagev1.VolumeBindingImmediate, nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClass(t, ctx, kube, storageClass("storm", storagev1.VolumeBindingImmediate, nil))
 	ns := "storm"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, ctx, kube, ns)
 	kc, counter := countingKubeconfig(t, serviceAccountKubeconfig(t, c))
 	p := startProvisioner(t, kc, drv.Endpoint(), flags...)
 	rig.Eventually(t, ctx, 2*time.Minute, "provisioner caches synced", func(ctx context.Context) (bool, error) {

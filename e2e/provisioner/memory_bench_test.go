@@ -43,12 +43,8 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	}
 	t.Cleanup(drv.Stop)
 	const class, ns = "memory", "memory"
-	if _, err := kube.StorageV1().StorageClasses().Create(ctx, storageClass(class, storagev1.VolumeBindingImmediate, nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
+	createNamespace(t, ctx, kube, ns)
 	kubeconfig := serviceAccountKubeconfig(t, c)
 
 	var rows []rig.MemoryRow

@@ -96,13 +96,9 @@ func startProvisionerTest(t *testing.T) *provisionerTest {
 		storageClass("late", storagev1.VolumeBindingWaitForFirstConsumer, nil),
 		storageClass("typo", storagev1.VolumeBindingImmediate, map[string]string{"csi.storage.k8s.io/fs-type": "ext4"}),
 	} {
-		if _, err := e.kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		createClass(t, ctx, e.kube, sc)
 	}
-	if _, err := e.kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, ctx, e.kube, e.ns)
 	// One worker: claims are handled one at a time in the order they were queued, so a sentinel claim
 	// provisioned after the one under test shows the provisioner has done all it would do for the latter.
 	e.prov = startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--worker-threads=1",

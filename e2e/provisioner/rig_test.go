@@ -159,6 +159,22 @@ func storageClass(name string, mode storagev1.VolumeBindingMode, params map[stri
 	}
 }
 
+// createClass creates the StorageClass sc.
+func createClass(t testing.TB, ctx context.Context, kube kubernetes.Interface, sc *storagev1.StorageClass) {
+	t.Helper()
+	if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createNamespace creates the namespace name.
+func createNamespace(t testing.TB, ctx context.Context, kube kubernetes.Interface, name string) {
+	t.Helper()
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func claim(ns, name, class, size string) *v1.PersistentVolumeClaim {
 	return &v1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

@@ -80,9 +80,7 @@ func startRestoreTest(t *testing.T) *restoreTest {
 	t.Cleanup(drv.Stop)
 	creates := recordCreates(drv, kube, snaps)
 
-	if _, err := kube.StorageV1().StorageClasses().Create(ctx, storageClass("snap-restore", storagev1.VolumeBindingImmediate, nil), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClass(t, ctx, kube, storageClass("snap-restore", storagev1.VolumeBindingImmediate, nil))
 	class := &snapv1.VolumeSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: snapshotClassName}, Driver: driverName, DeletionPolicy: snapv1.VolumeSnapshotContentRetain,
 	}
@@ -90,9 +88,7 @@ func startRestoreTest(t *testing.T) *restoreTest {
 		t.Fatal(err)
 	}
 	ns := "e2e-restore"
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createNamespace(t, ctx, kube, ns)
 	startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
 	return &restoreTest{kube: kube, snaps: snaps, kubeconfig: kubeconfig, drv: drv, creates: creates, ns: ns}
 }
@@ -196,9 +192,7 @@ func testRestoreNoSnapshotCap(t *testing.T, e *restoreTest) {
 	t.Cleanup(other.Stop)
 	sc := storageClass("nosnap", storagev1.VolumeBindingImmediate, nil)
 	sc.Provisioner = noSnapDriver
-	if _, err := kube.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createClass(t, ctx, kube, sc)
 	startProvisioner(t, kubeconfig, other.Endpoint())
 	pvc := restoreClaim(ns, "from-nosnap", "ready", "1Gi")
 	pvc.Spec.StorageClassName = &sc.Name
