@@ -38,8 +38,6 @@ type rig struct {
 
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
 	dir := t.TempDir()
 	audit, err := e2erig.NewAuditLog(dir, "storage.k8s.io/volumeattachments", "/persistentvolumes")
 	if err != nil {
@@ -48,6 +46,9 @@ func startRig(t *testing.T) *rig {
 	r := &rig{audit: audit, binary: buildAttacher(t, dir)}
 	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
 	r.cluster, r.client = c, c.Client()
+	// Counted from here: the control plane may have waited long for another package's build of its binaries.
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
 	if err := c.Apply(ctx, rbacFile); err != nil {
 		t.Fatalf("apply %s: %v", rbacFile, err)
 	}
