@@ -87,11 +87,9 @@ func Actions(client *fake.Clientset) []string {
 		if a.GetSubresource() != "" {
 			res += "/" + a.GetSubresource()
 		}
+		// Every action on one named object (get, patch, delete) is a GetAction: it has GetName.
 		name := ""
-		switch a := a.(type) {
-		case clienttesting.GetAction:
-			name = a.GetName()
-		case clienttesting.PatchAction:
+		if a, ok := a.(clienttesting.GetAction); ok {
 			name = a.GetName()
 		}
 		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))

@@ -87,6 +87,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.Capabilities.Snapshot = !tc.noCap
 			h := newHarness(t, cfg, claim, testutil.Class("fast", nil))
+			//lint:ignore SA1019 the snapshot client's fake has no NewClientset: it is generated without apply configurations.
 			snaps := snapfake.NewSimpleClientset(vs, vsc)
 			h.p.Snapshots = snaps
 			err := h.p.SyncClaim(context.Background(), claim.DeepCopy())
