@@ -10,6 +10,9 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	storageinformers "k8s.io/client-go/informers/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -39,71 +42,12 @@ func Run(ctx context.Context, env *sidecar.Env, cfg *Config) error {
 
 // lead runs the controllers while this replica leads.
 func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
-	logger := klog.FromContext(ctx)
 	factory := kubeclient.NewInformerFactory(d.kube, 0)
-	claimInf := factory.Core().V1().PersistentVolumeClaims()
-	volumeInf := factory.Core().V1().PersistentVolumes()
-	classInf := factory.Storage().V1().StorageClasses()
-	vaInf := factory.Storage().V1().VolumeAttachments()
-	csiNodeInf := factory.Storage().V1().CSINodes()
-	nodeInf := factory.Core().V1().Nodes()
-	// Nodes and CSINodes are cached only for topology (and capacity); only Node labels are read, so dropping
-	// status and managed fields keeps that cache small on big clusters.
-	var (
-		csiNodeLister storagelisters.CSINodeLister
-		nodeLister    corelisters.NodeLister
-	)
-	if d.caps.Topology {
-		if err := nodeInf.Informer().SetTransform(func(o any) (any, error) {
-			if n, ok := o.(*v1.Node); ok {
-				n.Status = v1.NodeStatus{}
-				n.ManagedFields = nil
-			}
-			return o, nil
-		}); err != nil {
-			return fmt.Errorf("node informer transform: %w", err)
-		}
-		csiNodeLister, nodeLister = csiNodeInf.Lister(), nodeInf.Lister()
+	c, err := newCaches(factory, d)
+	if err != nil {
+		return err
 	}
-	var vacLister storagelisters.VolumeAttributesClassLister
-	if hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses") {
-		vacLister = factory.Storage().V1().VolumeAttributesClasses().Lister()
-	}
-
-	p := provision.New(provision.Config{
-		DriverName:                     d.driver,
-		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
-		VolumeNamePrefix:               cfg.VolumeNamePrefix,
-		VolumeNameUUIDLength:           cfg.VolumeNameUUIDLength,
-		Timeout:                        d.env.Flags.Timeout,
-		StrictTopology:                 cfg.StrictTopology,
-		ImmediateTopology:              cfg.ImmediateTopology,
-		ExtraCreateMetadata:            cfg.ExtraCreateMetadata,
-		DefaultFSType:                  cfg.DefaultFSType,
-		ControllerPublishReadOnly:      cfg.ControllerPublishReadOnly,
-		PreventVolumeModeConversion:    cfg.PreventVolumeModeConversion,
-		NodeName:                       d.nodeName,
-		NodeDeploymentImmediateBinding: cfg.NodeDeploymentImmediateBinding,
-		Capabilities:                   d.caps,
-	}, provision.Deps{
-		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
-		Claims: claimInf.Lister(), Volumes: volumeInf.Lister(), Classes: classInf.Lister(),
-		CSINodes: csiNodeLister, Nodes: nodeLister, Attachments: vaInf.Lister(),
-		AttrClasses: vacLister, Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
-	})
-
-	var queues controller.Queues
-	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {
-		var err error
-		if *q, err = workqueue.New[string](d.env.Queues, d.env.QueueConfig(name)); err != nil {
-			return err
-		}
-	}
-	ctrl, err := controller.New(controller.Config{
-		Workers: d.env.Flags.WorkerThreads, CloneWorkers: cfg.CloningProtectionThreads, SlowRetry: d.env.Flags.RetryIntervalMax,
-	}, p, controller.Informers{
-		Claims: claimInf.Informer(), Volumes: volumeInf.Informer(), Classes: classInf.Informer(), Attachments: vaInf.Informer(),
-	}, queues)
+	ctrl, err := newController(cfg, d, c)
 	if err != nil {
 		return err
 	}
@@ -121,7 +65,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
 	}
-	logger.Info("Caches synced, provisioning")
+	klog.FromContext(ctx).Info("Caches synced, provisioning")
 	var wg sync.WaitGroup
 	if capCtrl != nil {
 		wg.Go(func() { capCtrl.Run(ctx, cfg.CapacityThreads) })
@@ -129,6 +73,85 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	ctrl.Run(ctx)
 	wg.Wait()
 	return nil
+}
+
+// caches are the informers and listers the provisioner reads; a nil lister is one it has no use for.
+type caches struct {
+	claims      coreinformers.PersistentVolumeClaimInformer
+	volumes     coreinformers.PersistentVolumeInformer
+	classes     storageinformers.StorageClassInformer
+	attachments storageinformers.VolumeAttachmentInformer
+	// csiNodes and nodes are cached only for topology.
+	csiNodes storagelisters.CSINodeLister
+	nodes    corelisters.NodeLister
+	// attrClasses is cached only where the API server serves VolumeAttributesClasses.
+	attrClasses storagelisters.VolumeAttributesClassLister
+}
+
+// newCaches registers the informers the provisioner needs on factory.
+func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, error) {
+	c := caches{
+		claims:      factory.Core().V1().PersistentVolumeClaims(),
+		volumes:     factory.Core().V1().PersistentVolumes(),
+		classes:     factory.Storage().V1().StorageClasses(),
+		attachments: factory.Storage().V1().VolumeAttachments(),
+	}
+	if d.caps.Topology {
+		// Only Node labels are read (here and in capacity): dropping status and managed fields keeps that cache
+		// small on big clusters.
+		nodeInf := factory.Core().V1().Nodes()
+		if err := nodeInf.Informer().SetTransform(func(o any) (any, error) {
+			if n, ok := o.(*v1.Node); ok {
+				n.Status = v1.NodeStatus{}
+				n.ManagedFields = nil
+			}
+			return o, nil
+		}); err != nil {
+			return caches{}, fmt.Errorf("node informer transform: %w", err)
+		}
+		c.csiNodes, c.nodes = factory.Storage().V1().CSINodes().Lister(), nodeInf.Lister()
+	}
+	if hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses") {
+		c.attrClasses = factory.Storage().V1().VolumeAttributesClasses().Lister()
+	}
+	return c, nil
+}
+
+// newController builds the Provisioner and the controller that feeds it from c, with its three queues.
+func newController(cfg *Config, d leaderDeps, c caches) (*controller.Controller, error) {
+	p := provision.New(provision.Config{
+		DriverName:                     d.driver,
+		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
+		VolumeNamePrefix:               cfg.VolumeNamePrefix,
+		VolumeNameUUIDLength:           cfg.VolumeNameUUIDLength,
+		Timeout:                        d.env.Flags.Timeout,
+		StrictTopology:                 cfg.StrictTopology,
+		ImmediateTopology:              cfg.ImmediateTopology,
+		ExtraCreateMetadata:            cfg.ExtraCreateMetadata,
+		DefaultFSType:                  cfg.DefaultFSType,
+		ControllerPublishReadOnly:      cfg.ControllerPublishReadOnly,
+		PreventVolumeModeConversion:    cfg.PreventVolumeModeConversion,
+		NodeName:                       d.nodeName,
+		NodeDeploymentImmediateBinding: cfg.NodeDeploymentImmediateBinding,
+		Capabilities:                   d.caps,
+	}, provision.Deps{
+		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
+		Claims: c.claims.Lister(), Volumes: c.volumes.Lister(), Classes: c.classes.Lister(),
+		CSINodes: c.csiNodes, Nodes: c.nodes, Attachments: c.attachments.Lister(),
+		AttrClasses: c.attrClasses, Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
+	})
+	var queues controller.Queues
+	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {
+		var err error
+		if *q, err = workqueue.New[string](d.env.Queues, d.env.QueueConfig(name)); err != nil {
+			return nil, err
+		}
+	}
+	return controller.New(controller.Config{
+		Workers: d.env.Flags.WorkerThreads, CloneWorkers: cfg.CloningProtectionThreads, SlowRetry: d.env.Flags.RetryIntervalMax,
+	}, p, controller.Informers{
+		Claims: c.claims.Informer(), Volumes: c.volumes.Informer(), Classes: c.classes.Informer(), Attachments: c.attachments.Informer(),
+	}, queues)
 }
 
 // hasResource reports whether the API server serves resource in groupVersion.
