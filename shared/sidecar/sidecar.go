@@ -6,13 +6,12 @@
 // context is cancelled; Run waits for them to drain and then releases the lease, so a standby takes over at
 // once.
 //
-// A sidecar's main:
+// A sidecar's main hands its options and its run function to Main, which adds signal handling and the exit
+// code:
 //
 //	func main() {
-//		ctx, stop := signals.Context(context.Background(), nil)
-//		defer stop()
 //		var cfg attacher.Config // the sidecar's own flags
-//		err := sidecar.Run(ctx, sidecar.Options{
+//		sidecar.Main(sidecar.Options{
 //			Binary:     "csi-attacher",
 //			Defaults:   flags.Defaults{Timeout: 15 * time.Second, WorkerThreads: 10},
 //			LockPrefix: "external-attacher-leader-",
@@ -21,10 +20,6 @@
 //		}, func(ctx context.Context, env *sidecar.Env) error {
 //			return attacher.Run(ctx, env, cfg)
 //		})
-//		if err != nil {
-//			klog.ErrorS(err, "csi-attacher failed")
-//			klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-//		}
 //	}
 //
 // A sidecar with upstream's --master registers it in AddFlags and returns its value from Options.Master. A
@@ -60,6 +55,7 @@ import (
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/leaderelection"
 	"github.com/stowage-csi/stowage/shared/metrics"
+	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
@@ -140,6 +136,19 @@ type Env struct {
 // QueueConfig returns a queue configuration with the --retry-interval-start/max backoff.
 func (e *Env) QueueConfig(name string) workqueue.Config {
 	return workqueue.Config{Name: name, RetryIntervalStart: e.Flags.RetryIntervalStart, RetryIntervalMax: e.Flags.RetryIntervalMax}
+}
+
+// Main runs the sidecar as a process: Run, with the first SIGINT or SIGTERM as a graceful shutdown (a second one
+// exits at once), then exit status 1, with the error logged, if Run failed.
+func Main(o Options, run func(context.Context, *Env) error) {
+	ctx, stop := signals.Context(context.Background(), nil)
+	err := Run(ctx, o, run)
+	stop()
+	if err != nil {
+		klog.ErrorS(err, "Sidecar failed", "binary", o.Binary)
+		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
+	}
+	klog.Flush()
 }
 
 // Run starts the sidecar and calls run under leader election; see the package documentation. It returns nil

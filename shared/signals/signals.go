@@ -7,13 +7,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"k8s.io/klog/v2"
 )
 
 // Context returns a context cancelled by the first SIGINT or SIGTERM. A second signal calls exit(1); nil exit
-// means flushing logs and exiting the process. The returned stop function stops listening for signals.
+// means flushing logs and exiting the process. The returned stop function stops listening for signals and
+// returns once the goroutine that listened has.
 func Context(parent context.Context, exit func(code int)) (context.Context, context.CancelFunc) {
 	if exit == nil {
 		exit = func(code int) { klog.FlushAndExit(klog.ExitFlushTimeout, code) }
@@ -22,7 +24,8 @@ func Context(parent context.Context, exit func(code int)) (context.Context, cont
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
-	go func() {
+	var listening sync.WaitGroup
+	listening.Go(func() {
 		logger := klog.FromContext(parent)
 		select {
 		case s := <-ch:
@@ -37,14 +40,14 @@ func Context(parent context.Context, exit func(code int)) (context.Context, cont
 			exit(1)
 		case <-done:
 		}
-	}()
+	})
+	var once sync.Once
 	stop := func() {
-		signal.Stop(ch)
-		select {
-		case <-done:
-		default:
+		once.Do(func() {
+			signal.Stop(ch)
 			close(done)
-		}
+			listening.Wait()
+		})
 		cancel()
 	}
 	return ctx, stop

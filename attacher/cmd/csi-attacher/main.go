@@ -6,18 +6,13 @@ import (
 	"context"
 	"os"
 
-	"k8s.io/klog/v2"
-
 	"github.com/stowage-csi/stowage/attacher/internal/app"
 	"github.com/stowage-csi/stowage/shared/sidecar"
-	"github.com/stowage-csi/stowage/shared/signals"
 )
 
 func main() {
-	ctx, stop := signals.Context(context.Background(), nil)
-	defer stop()
 	var cfg app.Config
-	err := sidecar.Run(ctx, sidecar.Options{
+	sidecar.Main(sidecar.Options{
 		Binary:     app.Binary,
 		Defaults:   app.Defaults,
 		LockPrefix: app.LockPrefix,
@@ -28,9 +23,4 @@ func main() {
 	}, func(ctx context.Context, env *sidecar.Env) error {
 		return app.Run(ctx, env, cfg)
 	})
-	if err != nil {
-		klog.ErrorS(err, "csi-attacher failed")
-		klog.FlushAndExit(klog.ExitFlushTimeout, 1)
-	}
-	klog.Flush()
 }
