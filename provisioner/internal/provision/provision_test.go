@@ -340,13 +340,13 @@ func TestResourceExhaustedReschedulesInOneWrite(t *testing.T) {
 	}
 }
 
-func TestCloneProtectsAndReleasesSource(t *testing.T) {
-	class := testutil.Class("fast", nil)
-	src := testutil.Claim("ns", "src", "src-uid", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
+// boundSource is a clone source: claim ns/src of the given size, bound to PV pv-src of volume vol-src.
+func boundSource(size string) (*v1.PersistentVolumeClaim, *v1.PersistentVolume) {
+	src := testutil.Claim("ns", "src", "src-uid", "fast", size, func(c *v1.PersistentVolumeClaim) {
 		c.Spec.VolumeName = "pv-src"
 		c.Status.Phase = v1.ClaimBound
 	})
-	srcPV := &v1.PersistentVolume{
+	return src, &v1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
 		Spec: v1.PersistentVolumeSpec{
 			Capacity:               v1.ResourceList{v1.ResourceStorage: src.Spec.Resources.Requests[v1.ResourceStorage]},
@@ -354,6 +354,11 @@ func TestCloneProtectsAndReleasesSource(t *testing.T) {
 			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver, VolumeHandle: "vol-src"}},
 		},
 	}
+}
+
+func TestCloneProtectsAndReleasesSource(t *testing.T) {
+	class := testutil.Class("fast", nil)
+	src, srcPV := boundSource("1Gi")
 	clone := testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) {
 		c.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "src"}
 	})
@@ -397,18 +402,7 @@ func TestCloneProtectsAndReleasesSource(t *testing.T) {
 func TestCloneRejectsSmallerOrOtherMode(t *testing.T) {
 	block := v1.PersistentVolumeBlock
 	class := testutil.Class("fast", nil)
-	src := testutil.Claim("ns", "src", "src-uid", "fast", "2Gi", func(c *v1.PersistentVolumeClaim) {
-		c.Spec.VolumeName = "pv-src"
-		c.Status.Phase = v1.ClaimBound
-	})
-	srcPV := &v1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: "pv-src"},
-		Spec: v1.PersistentVolumeSpec{
-			Capacity:               v1.ResourceList{v1.ResourceStorage: src.Spec.Resources.Requests[v1.ResourceStorage]},
-			ClaimRef:               &v1.ObjectReference{UID: src.UID},
-			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: testutil.Driver, VolumeHandle: "vol-src"}},
-		},
-	}
+	src, srcPV := boundSource("2Gi")
 	for name, mod := range map[string]func(*v1.PersistentVolumeClaim){
 		"smaller":    func(c *v1.PersistentVolumeClaim) {},
 		"block mode": func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeMode = &block; c.Spec.Resources = src.Spec.Resources },
