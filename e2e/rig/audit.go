@@ -47,8 +47,9 @@ rules:
 	return a, nil
 }
 
-// APIServerArgs are the kube-apiserver flags that write this log. Blocking mode writes each event before
-// the request's response goes out, so a write a client has seen is in the log.
+// APIServerArgs are the kube-apiserver flags that write this log. Blocking mode writes each event from the
+// request's own handler, so none is dropped by a full buffer; it may still land just after the client got its
+// response, which is why WaitFor polls.
 func (a *AuditLog) APIServerArgs() []string {
 	return []string{"--audit-policy-file=" + a.policy, "--audit-log-path=" + a.path, "--audit-log-mode=blocking"}
 }
