@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 // stopGrace is how long a child gets to exit after SIGTERM before it is killed.
@@ -69,7 +71,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	cache := opts.CacheDir
 	if cache == "" {
-		cache = cacheDir(os.Getenv(CacheDirEnv), root)
+		cache = tools.CacheDir(root)
 	}
 	bins, err := ensureBinaries(ctx, root, cache)
 	if err != nil {

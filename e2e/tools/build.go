@@ -33,6 +33,31 @@ type Module struct {
 	Binaries map[string]string // binary name -> package to build
 }
 
+// Etcd is etcd's server, the control plane's store.
+func Etcd() Module {
+	// go build names the module-root main package after the module path's last element: etcd.
+	return Module{Dir: "etcd", Name: "etcd", Requires: "go.etcd.io/etcd/server/v3", Binaries: map[string]string{"etcd": "."}}
+}
+
+// Kube is the API server and controller manager of k8s.io/kubernetes.
+func Kube() Module {
+	return Module{
+		Dir: "kube", Name: "kubernetes", Requires: "k8s.io/kubernetes",
+		Binaries: map[string]string{
+			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
+			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+		},
+	}
+}
+
+// Versitygw is the S3 server the S3 tests and benchmarks run against.
+func Versitygw() Module {
+	return Module{
+		Dir: "versitygw", Name: "versitygw", Requires: "github.com/versity/versitygw",
+		Binaries: map[string]string{"versitygw": "github.com/versity/versitygw/cmd/versitygw"},
+	}
+}
+
 // CSIAttacher is upstream's external-attacher, the peer of Stowage's csi-attacher.
 func CSIAttacher() Module {
 	return Module{
@@ -50,9 +75,11 @@ func CSIProvisioner() Module {
 }
 
 // CacheDir is $STOWAGE_CACHE_DIR, else <repo root>/.cache.
-func CacheDir(repoRoot string) string {
-	if d := os.Getenv(CacheDirEnv); d != "" {
-		return d
+func CacheDir(repoRoot string) string { return cacheDir(os.Getenv(CacheDirEnv), repoRoot) }
+
+func cacheDir(env, repoRoot string) string {
+	if env != "" {
+		return env
 	}
 	return filepath.Join(repoRoot, ".cache")
 }
@@ -80,7 +107,7 @@ func Version(repoRoot string, m Module) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read tools module: %w", err)
 	}
-	v, err := requiredVersion(gomod, m.Requires)
+	v, err := RequiredVersion(gomod, m.Requires)
 	if err != nil {
 		return "", fmt.Errorf("e2e/tools/%s/go.mod: %w", m.Dir, err)
 	}
@@ -126,7 +153,7 @@ func Ensure(ctx context.Context, repoRoot, cache string, m Module) (map[string]s
 }
 
 // requiredVersion returns the version of module that a go.mod requires.
-func requiredVersion(gomod []byte, module string) (string, error) {
+func RequiredVersion(gomod []byte, module string) (string, error) {
 	f, err := modfile.Parse("go.mod", gomod, nil)
 	if err != nil {
 		return "", fmt.Errorf("parse: %w", err)

@@ -1,4 +1,4 @@
-package cluster
+package tools
 
 import (
 	"os"
@@ -9,39 +9,15 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
-)
 
-// TestToolModulesPinTheirVersions checks each nested tools module requires the module whose version names
-// its cache folder, so the cache key follows go.mod.
-func TestToolModulesPinTheirVersions(t *testing.T) {
-	root, err := RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tm := range toolModules() {
-		data, err := os.ReadFile(filepath.Join(root, tm.dir, "go.mod"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := requiredVersion(data, tm.module)
-		if err != nil {
-			t.Errorf("%s: %v", tm.dir, err)
-			continue
-		}
-		if !semver.IsValid(v) || semver.Prerelease(v) != "" {
-			t.Errorf("%s requires %s %s, want a release version", tm.dir, tm.module, v)
-		}
-		if _, err := os.Stat(filepath.Join(root, tm.dir, "go.sum")); err != nil {
-			t.Errorf("%s has no go.sum, so its build is not reproducible: %v", tm.dir, err)
-		}
-	}
-}
+	"github.com/stowage-csi/stowage/e2e/rig"
+)
 
 // TestKubeToolsReplaceEveryStagingModule checks the rule that makes k8s.io/kubernetes buildable as a
 // dependency: each staging module it requires (k8s.io/<x> at v0.0.0 in its own go.mod) is replaced by the
 // published k8s.io/<x> release matching the Kubernetes version, v1.N.P -> v0.N.P.
 func TestKubeToolsReplaceEveryStagingModule(t *testing.T) {
-	root, err := RepoRoot(".")
+	root, err := rig.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +83,7 @@ func checkStagingReplaces(gomod []byte) error {
 	if err != nil {
 		return err
 	}
-	kube, err := requiredVersion(gomod, "k8s.io/kubernetes")
+	kube, err := RequiredVersion(gomod, "k8s.io/kubernetes")
 	if err != nil {
 		return err
 	}
