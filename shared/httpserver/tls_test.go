@@ -2,64 +2,16 @@ package httpserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-)
 
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key to PEM files in dir, and returns
-// their paths and a pool that trusts the certificate.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "httpserver test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(cert)
-	return certFile, keyFile, pool
-}
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
 
 func serve(t *testing.T, s *Server) {
 	t.Helper()
@@ -75,7 +27,7 @@ func serve(t *testing.T, s *Server) {
 }
 
 func TestListenTLSServesHTTPSOnly(t *testing.T) {
-	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	certFile, keyFile, pool := testutil.SelfSignedCert(t)
 	s, err := ListenTLS("127.0.0.1:0", certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -113,9 +65,9 @@ func TestListenTLSServesHTTPSOnly(t *testing.T) {
 }
 
 func TestListenTLSFailsOnBadFiles(t *testing.T) {
+	certFile, keyFile, _ := testutil.SelfSignedCert(t)
 	dir := t.TempDir()
-	certFile, keyFile, _ := selfSigned(t, dir)
-	otherCert, _, _ := selfSigned(t, t.TempDir())
+	otherCert, _, _ := testutil.SelfSignedCert(t)
 	tests := []struct {
 		name, cert, key, wantInErr string
 	}{

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
-	"github.com/stowage-csi/stowage/ebs-plugin/internal/testutil"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // nodeConfig is a node-mode configuration that needs no AWS: metadata from a Kubernetes source without a

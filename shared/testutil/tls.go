@@ -25,7 +25,7 @@ func SelfSignedCert(t testing.TB) (certFile, keyFile string, pool *x509.CertPool
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "ebs-plugin test"},
+		Subject:      pkix.Name{CommonName: "stowage test"},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
