@@ -22,6 +22,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/cloud"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/coalescer"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/inflight"
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/limits"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metadata"
 )
 
@@ -95,7 +96,9 @@ type Driver struct {
 	metadata MetadataSource
 
 	inFlight *inflight.Set
-	modifier *coalescer.Coalescer[string, modifyRequest, int32]
+	// attachLimits is EC2's per-type attachment table, parsed once here and read-only after.
+	attachLimits *limits.Table
+	modifier     *coalescer.Coalescer[string, modifyRequest, int32]
 
 	publishMu    sync.Mutex
 	publishes    map[string]*publishOp // volumeID/nodeID -> running ControllerPublish
@@ -121,7 +124,12 @@ func New(opts Options, cloudAPI Cloud, mounter Mounter, meta MetadataSource) (*D
 	if opts.ModifyVolumeWindow <= 0 {
 		opts.ModifyVolumeWindow = 2 * time.Second
 	}
+	attachLimits, err := limits.Load()
+	if err != nil {
+		return nil, err
+	}
 	d := &Driver{
+		attachLimits: attachLimits,
 		opts:         opts,
 		cloud:        cloudAPI,
 		mounter:      mounter,

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/limits"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metadata"
 )
 
@@ -34,35 +35,31 @@ func (d *Driver) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*c
 	}
 	return &csi.NodeGetInfoResponse{
 		NodeId:             inst.InstanceID,
-		MaxVolumesPerNode:  volumeLimit(inst, d.opts.VolumeAttachLimit, d.opts.ReservedVolumeAttachments),
+		MaxVolumesPerNode:  d.volumeLimit(ctx, inst),
 		AccessibleTopology: &csi.Topology{Segments: seg},
 	}, nil
 }
 
-// volumeLimit is how many CSI volumes the node can take: --volume-attach-limit if set; otherwise the
-// instance type's attachment limit minus the root volume and other launch-time EBS volumes (or
-// --reserved-volume-attachments), minus the extra network interfaces on instances whose limit is shared
-// with them: a limit that counts them wrong lets the scheduler place volumes the instance cannot attach,
-// and those attaches hang.
-func volumeLimit(inst *metadata.Instance, attachLimit int64, reserved int) int64 {
-	if attachLimit > 0 {
-		return attachLimit
-	}
-	limit, shared := attachmentLimit(inst.InstanceType)
-	if reserved >= 0 {
-		limit -= int64(reserved)
-	} else {
-		extra := inst.EBSMappings
-		if extra < 0 {
-			extra = 0
+// volumeLimit is how many CSI volumes the node can take (see limits.Table.MaxVolumes): a limit that counts
+// the instance's slots wrong lets the scheduler place volumes the instance cannot attach, and those attaches
+// hang.
+func (d *Driver) volumeLimit(ctx context.Context, inst *metadata.Instance) int64 {
+	logger := klog.FromContext(ctx)
+	r := d.attachLimits.MaxVolumes(
+		limits.Node{InstanceType: inst.InstanceType, LaunchVolumes: inst.EBSMappings, ENIs: inst.ENIs},
+		limits.Settings{AttachLimit: d.opts.VolumeAttachLimit, Reserved: d.opts.ReservedVolumeAttachments})
+	switch {
+	case r.FromFlag && r.MaxVolumes == 0:
+		// Upstream reports 0 too; say what it means, since a user may have meant "no volumes here".
+		logger.Info("Reporting max_volumes_per_node 0 from --volume-attach-limit: Kubernetes reads it as no limit")
+	case r.FromFlag:
+		logger.V(4).Info("Attach limit from --volume-attach-limit", "maxVolumes", r.MaxVolumes)
+	default:
+		if !r.Listed {
+			logger.V(2).Info("Instance type not in the attach-limit table, using the Nitro default", "instanceType", inst.InstanceType)
 		}
-		limit -= int64(extra) + 1
+		logger.V(4).Info("Attach limit computed", "instanceType", inst.InstanceType, "perCard", r.Limit.Attachments,
+			"kind", r.Limit.Kind, "ebsCards", r.Limit.EBSCards, "reserved", r.Reserved, "extraENIs", r.ENIs, "maxVolumes", r.MaxVolumes)
 	}
-	if shared && inst.ENIs > 1 {
-		limit -= int64(inst.ENIs - 1)
-	}
-	if limit < 1 {
-		limit = 1
-	}
-	return limit
+	return r.MaxVolumes
 }

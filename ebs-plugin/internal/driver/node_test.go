@@ -193,7 +193,9 @@ func TestNodeInFlightGuard(t *testing.T) {
 	wantCode(t, err, codes.Aborted, "vol-1")
 }
 
-func TestVolumeLimit(t *testing.T) {
+// TestNodeGetInfoVolumeLimit checks that NodeGetInfo reports the table's limit for the instance's type, with
+// the flags applied; limits.TestMaxVolumes covers the arithmetic row by row.
+func TestNodeGetInfoVolumeLimit(t *testing.T) {
 	tests := []struct {
 		name     string
 		inst     metadata.Instance
@@ -201,17 +203,28 @@ func TestVolumeLimit(t *testing.T) {
 		reserved int
 		want     int64
 	}{
-		{name: "flag wins", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 5, ENIs: 4}, flag: 11, reserved: -1, want: 11},
-		{name: "nitro: root and one ENI", inst: metadata.Instance{InstanceType: "m5.large", ENIs: 1}, flag: -1, reserved: -1, want: 26},
-		{name: "nitro: launch volumes and extra ENIs share the limit", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 2, ENIs: 3}, flag: -1, reserved: -1, want: 22},
+		{name: "g5.48xlarge: 9 shared, not the flat 27", inst: metadata.Instance{InstanceType: "g5.48xlarge", ENIs: 2}, flag: -1, reserved: -1, want: 7},
+		{name: "m7i.large: 32 dedicated, ENIs do not count", inst: metadata.Instance{InstanceType: "m7i.large", EBSMappings: 1, ENIs: 4}, flag: -1, reserved: -1, want: 30},
+		{name: "m5.large: unlisted, 27 shared", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 2, ENIs: 3}, flag: -1, reserved: -1, want: 22},
+		{name: "multi-card type counts both cards", inst: metadata.Instance{InstanceType: "r8gn.48xlarge", ENIs: 1}, flag: -1, reserved: -1, want: 255},
+		{name: "xen: dedicated 39", inst: metadata.Instance{InstanceType: "m4.xlarge", ENIs: 5}, flag: -1, reserved: -1, want: 38},
 		{name: "reserved flag replaces the mapping count", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 9, ENIs: 1}, flag: -1, reserved: 4, want: 23},
-		{name: "xen: dedicated limit, ENIs do not count", inst: metadata.Instance{InstanceType: "m4.xlarge", ENIs: 5}, flag: -1, reserved: -1, want: 38},
-		{name: "never below one", inst: metadata.Instance{InstanceType: "m5.large", ENIs: 40}, flag: -1, reserved: -1, want: 1},
+		{name: "attach limit flag wins", inst: metadata.Instance{InstanceType: "g5.48xlarge", EBSMappings: 5, ENIs: 4}, flag: 11, reserved: -1, want: 11},
+		{name: "attach limit 0 is reported as upstream does", inst: metadata.Instance{InstanceType: "m7i.large", ENIs: 1}, flag: 0, reserved: -1, want: 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := volumeLimit(&tc.inst, tc.flag, tc.reserved); got != tc.want {
-				t.Fatalf("got %d, want %d", got, tc.want)
+			d, _, _ := newTestDriver(t, Options{})
+			// Set after construction: the helper reads a zero VolumeAttachLimit as "unset".
+			d.opts.VolumeAttachLimit, d.opts.ReservedVolumeAttachments = tc.flag, tc.reserved
+			tc.inst.InstanceID, tc.inst.AvailabilityZone = testNode, "us-east-1b"
+			d.metadata = fakeMeta{inst: &tc.inst}
+			resp, err := d.NodeGetInfo(context.Background(), &csi.NodeGetInfoRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetMaxVolumesPerNode(); got != tc.want {
+				t.Fatalf("max_volumes_per_node = %d, want %d", got, tc.want)
 			}
 		})
 	}

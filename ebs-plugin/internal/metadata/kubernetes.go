@@ -5,10 +5,21 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+)
+
+// Labels upstream's metadataLabeler keeps on each Node from DescribeInstances, so that a node without IMDS
+// still learns what shares its attachment slots.
+const (
+	// VolumesLabel counts the instance's EBS volumes that no PV names, less the root (EBSMappings).
+	VolumesLabel = "ebs.csi.aws.com/non-csi-ebs-volumes-count"
+	// ENIsLabel counts the instance's network interfaces.
+	ENIsLabel = "ebs.csi.aws.com/enis-count"
 )
 
 // NodeGetter fetches a Node; a client-go clientset's CoreV1().Nodes() satisfies it.
@@ -48,10 +59,10 @@ func (k *Kubernetes) Get(ctx context.Context) (*Instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get node %s: %w", k.nodeName, err)
 	}
-	return instanceFromNode(node)
+	return instanceFromNode(ctx, node)
 }
 
-func instanceFromNode(node *corev1.Node) (*Instance, error) {
+func instanceFromNode(ctx context.Context, node *corev1.Node) (*Instance, error) {
 	pid := node.Spec.ProviderID
 	rest, ok := strings.CutPrefix(pid, "aws://")
 	if !ok {
@@ -62,7 +73,14 @@ func instanceFromNode(node *corev1.Node) (*Instance, error) {
 	if !strings.HasPrefix(id, "i-") {
 		return nil, fmt.Errorf("node %s: providerID %q does not end in an instance ID", node.Name, pid)
 	}
+	// Without the labeler's labels, assume what upstream assumes: one interface, no launch volumes.
 	inst := &Instance{InstanceID: id, EBSMappings: 0, ENIs: 1}
+	if n, ok := countLabel(ctx, node, VolumesLabel, 0); ok {
+		inst.EBSMappings = n
+	}
+	if n, ok := countLabel(ctx, node, ENIsLabel, 1); ok {
+		inst.ENIs = n
+	}
 	inst.InstanceType = node.Labels[corev1.LabelInstanceTypeStable]
 	inst.AvailabilityZone = node.Labels[corev1.LabelTopologyZone]
 	if inst.AvailabilityZone == "" && len(parts) >= 2 {
@@ -76,4 +94,19 @@ func instanceFromNode(node *corev1.Node) (*Instance, error) {
 		inst.Region = regionFromZone(inst.AvailabilityZone)
 	}
 	return inst, nil
+}
+
+// countLabel reads a count label of at least minimum. A malformed value is logged and ignored: a label anyone
+// can edit must not stop the node from registering.
+func countLabel(ctx context.Context, node *corev1.Node, key string, minimum int) (int, bool) {
+	v, ok := node.Labels[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minimum {
+		klog.FromContext(ctx).Info("Ignoring malformed node label", "node", node.Name, "label", key, "value", v, "minimum", minimum)
+		return 0, false
+	}
+	return n, true
 }

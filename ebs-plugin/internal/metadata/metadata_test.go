@@ -95,3 +95,31 @@ func TestSourcesFallThrough(t *testing.T) {
 		t.Fatal("bogus source accepted")
 	}
 }
+
+// TestKubernetesSourceLabelerCounts checks that the metadataLabeler's labels feed the attach limit when the
+// node has no IMDS, and that a malformed label falls back to upstream's assumption instead of failing.
+func TestKubernetesSourceLabelerCounts(t *testing.T) {
+	tests := []struct {
+		name     string
+		labels   map[string]string
+		wantVols int
+		wantENIs int
+	}{
+		{name: "no labels: one ENI, no launch volumes", wantVols: 0, wantENIs: 1},
+		{name: "labels read", labels: map[string]string{VolumesLabel: "3", ENIsLabel: "4"}, wantVols: 3, wantENIs: 4},
+		{name: "malformed labels ignored", labels: map[string]string{VolumesLabel: "many", ENIsLabel: "0"}, wantVols: 0, wantENIs: 1},
+		{name: "negative volume count ignored", labels: map[string]string{VolumesLabel: "-2", ENIsLabel: "2"}, wantVols: 0, wantENIs: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: tc.labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-9"}}
+			inst, err := NewKubernetes(fakeNodes{"n1": n}, "n1").Get(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inst.EBSMappings != tc.wantVols || inst.ENIs != tc.wantENIs {
+				t.Fatalf("EBSMappings, ENIs = %d, %d; want %d, %d", inst.EBSMappings, inst.ENIs, tc.wantVols, tc.wantENIs)
+			}
+		})
+	}
+}
