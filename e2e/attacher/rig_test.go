@@ -78,6 +78,12 @@ func buildAttacher(t *testing.T, dir string) string {
 // the test ends, if it is still running, and its log is printed if the test failed.
 func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string) *e2erig.Process {
 	t.Helper()
+	return r.startBinary(t, r.binary, name, endpoint, args...)
+}
+
+// startBinary runs the csi-attacher at path (Stowage's or upstream's) as startAttacher does.
+func (r *rig) startBinary(t *testing.T, path, name, endpoint string, args ...string) *e2erig.Process {
+	t.Helper()
 	args = append([]string{
 		"--kubeconfig=" + r.kubeconfig,
 		"--csi-address=" + endpoint,
@@ -85,7 +91,7 @@ func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string)
 		"--leader-election-namespace=" + attacherNamespace,
 		"-v=2",
 	}, args...)
-	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: r.binary, Args: args, LogDir: t.TempDir()})
+	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: path, Args: args, LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("start csi-attacher: %v", err)
 	}
