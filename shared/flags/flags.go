@@ -44,10 +44,25 @@ const (
 const ReleaseLeaderElectionOnExit featuregate.Feature = "ReleaseLeaderElectionOnExit"
 
 // Defaults are the per-sidecar defaults of the shared flags: upstream's sidecars disagree on these
-// (attacher --timeout 15s and 10 workers, provisioner 10s and 100, snapshotter 1m and 10).
+// (attacher --timeout 15s and 10 workers, provisioner 10s and 100, snapshotter 1m and 10), and each registers
+// feature gates of its own.
 type Defaults struct {
 	Timeout       time.Duration
 	WorkerThreads int
+	// Gates are the sidecar's own feature gates, the ones its upstream registers besides the common ones
+	// (ReleaseLeaderElectionOnExit, the logging gates, AllAlpha and AllBeta), which Register adds for all.
+	Gates []Gate
+}
+
+// Gate is one feature gate a sidecar accepts on --feature-gates, so that an upstream manifest that sets it
+// starts Stowage's binary too.
+type Gate struct {
+	Name featuregate.Feature
+	// Spec carries upstream's default and maturity.
+	Spec featuregate.FeatureSpec
+	// NoEffect, when not empty, says why Stowage does not act on the gate; the sidecar warns once at start-up
+	// when the gate is set away from its default, since whoever set it expects a change that does not happen.
+	NoEffect string
 }
 
 // Common holds the parsed values of the shared flags.
@@ -94,10 +109,18 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 	if err := logsapi.AddFeatureGates(c.FeatureGates); err != nil {
 		return nil, fmt.Errorf("adding logging feature gates: %w", err)
 	}
-	if err := c.FeatureGates.Add(map[featuregate.Feature]featuregate.FeatureSpec{
+	// NewFeatureGate already knows AllAlpha and AllBeta, as upstream's gate does.
+	specs := map[featuregate.Feature]featuregate.FeatureSpec{
 		ReleaseLeaderElectionOnExit: {Default: true, PreRelease: featuregate.Beta},
-	}); err != nil {
-		return nil, fmt.Errorf("adding feature gate %s: %w", ReleaseLeaderElectionOnExit, err)
+	}
+	for _, g := range d.Gates {
+		if _, dup := specs[g.Name]; dup {
+			return nil, fmt.Errorf("feature gate %s registered twice", g.Name)
+		}
+		specs[g.Name] = g.Spec
+	}
+	if err := c.FeatureGates.Add(specs); err != nil {
+		return nil, fmt.Errorf("adding feature gates: %w", err)
 	}
 
 	fs.BoolVar(&c.ShowVersion, "version", false, "Show version.")
@@ -128,6 +151,18 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 
 	logsapi.AddGoFlags(c.Logging, fs)
 	return c, nil
+}
+
+// IgnoredGates returns the gates of gates that Stowage does not act on and that are set away from their default
+// (directly or through AllAlpha/AllBeta), each with the reason, for a start-up warning.
+func (c *Common) IgnoredGates(gates []Gate) map[string]string {
+	out := map[string]string{}
+	for _, g := range gates {
+		if g.NoEffect != "" && c.FeatureGates.Enabled(g.Name) != g.Spec.Default {
+			out[fmt.Sprintf("%s=%t", g.Name, !g.Spec.Default)] = g.NoEffect
+		}
+	}
+	return out
 }
 
 // Endpoint returns the address of the diagnostics HTTP server: --http-endpoint, or the deprecated

@@ -3,9 +3,12 @@ package flags
 import (
 	"flag"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/component-base/featuregate"
 )
 
 func newFlags(t *testing.T, d Defaults) (*flag.FlagSet, *Common) {
@@ -202,4 +205,89 @@ func FuzzLabelsSet(f *testing.F) {
 			t.Fatalf("round trip %q -> %q -> %q", value, l.String(), again.String())
 		}
 	})
+}
+
+// A sidecar's own gates are accepted beside the common ones, keep their defaults until set, and an unknown gate
+// fails naming it, as upstream's sidecars fail.
+func TestFeatureGates(t *testing.T) {
+	const own featuregate.Feature = "OwnGate"
+	d := Defaults{Timeout: time.Second, WorkerThreads: 1, Gates: []Gate{
+		{Name: own, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
+	}}
+	tests := []struct {
+		name    string
+		arg     string
+		wantErr string // substring; "" means parsing succeeds
+		want    map[featuregate.Feature]bool
+	}{
+		{name: "defaults", want: map[featuregate.Feature]bool{own: true, ReleaseLeaderElectionOnExit: true}},
+		{name: "own gate off", arg: "OwnGate=false", want: map[featuregate.Feature]bool{own: false}},
+		{name: "common and logging gates", arg: "ReleaseLeaderElectionOnExit=false,ContextualLogging=true,LoggingAlphaOptions=true,LoggingBetaOptions=true",
+			want: map[featuregate.Feature]bool{ReleaseLeaderElectionOnExit: false, "ContextualLogging": true, "LoggingAlphaOptions": true}},
+		{name: "AllAlpha and AllBeta", arg: "AllAlpha=false,AllBeta=false", want: map[featuregate.Feature]bool{own: true}},
+		{name: "unknown gate", arg: "OwnGate=true,NoSuchGate=true", wantErr: "unrecognized feature gate: NoSuchGate"},
+		{name: "another sidecar's gate", arg: "Topology=true", wantErr: "unrecognized feature gate: Topology"},
+		{name: "not a bool", arg: "OwnGate=maybe", wantErr: "OwnGate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs, c := newFlags(t, d)
+			var args []string
+			if tt.arg != "" {
+				args = []string{"--feature-gates=" + tt.arg}
+			}
+			err := fs.Parse(args)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse(%q) = %v, want an error containing %q", args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", args, err)
+			}
+			for gate, want := range tt.want {
+				if got := c.FeatureGates.Enabled(gate); got != want {
+					t.Errorf("%s = %t, want %t", gate, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRegisterRejectsDuplicateGate(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	_, err := Register(fs, Defaults{Gates: []Gate{{Name: ReleaseLeaderElectionOnExit}}})
+	if err == nil || !strings.Contains(err.Error(), "ReleaseLeaderElectionOnExit") {
+		t.Fatalf("Register = %v, want an error naming the duplicate gate", err)
+	}
+}
+
+// Only a gate Stowage ignores, set away from its default, is reported.
+func TestIgnoredGates(t *testing.T) {
+	gates := []Gate{
+		{Name: "Honoured", Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
+		{Name: "IgnoredOn", Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}, NoEffect: "always on"},
+		{Name: "IgnoredOff", Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}, NoEffect: "not implemented"},
+	}
+	tests := []struct {
+		arg  string
+		want map[string]string
+	}{
+		{arg: "", want: map[string]string{}},
+		{arg: "IgnoredOn=true,IgnoredOff=false,Honoured=false", want: map[string]string{}},
+		{arg: "IgnoredOn=false", want: map[string]string{"IgnoredOn=false": "always on"}},
+		{arg: "AllAlpha=true", want: map[string]string{"IgnoredOff=true": "not implemented"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg, func(t *testing.T) {
+			fs, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1, Gates: gates})
+			if err := fs.Parse([]string{"--feature-gates=" + tt.arg}); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.IgnoredGates(gates); !maps.Equal(got, tt.want) {
+				t.Errorf("IgnoredGates = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }

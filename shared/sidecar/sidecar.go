@@ -37,7 +37,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -65,14 +67,14 @@ type Options struct {
 	// Binary is the program name: flag set name, --version output, user agent and, unless EventSource says
 	// otherwise, Event source.
 	Binary string
-	// Defaults are the sidecar's --timeout and --worker-threads defaults.
+	// Defaults are the sidecar's --timeout and --worker-threads defaults and its own feature gates.
 	Defaults flags.Defaults
 	// LockPrefix is prepended to the driver name to form the Lease name (see leaderelection.LockName).
 	LockPrefix string
 	// Args are the command-line arguments without the program name.
 	Args []string
-	// AddFlags registers the sidecar's own flags (and feature gates, through common.FeatureGates) before
-	// parsing. Optional.
+	// AddFlags registers the sidecar's own flags before parsing (its feature gates go in Defaults.Gates).
+	// Optional.
 	AddFlags func(fs *flag.FlagSet, common *flags.Common)
 	// Validate checks the sidecar's own flags after parsing. Optional.
 	Validate func() error
@@ -264,7 +266,17 @@ func setUpProcess(ctx context.Context, o Options, fs *flag.FlagSet, common *flag
 		logger.Info("--metrics-address is deprecated, use --http-endpoint")
 	}
 	warnNoEffect(logger, fs, o.NoEffect)
+	warnIgnoredGates(logger, common, o.Defaults.Gates)
 	return undo, nil
+}
+
+// warnIgnoredGates logs a warning for each of the sidecar's gates that Stowage accepts but does not act on and
+// that the command line set away from its default, for the same reason as warnNoEffect.
+func warnIgnoredGates(logger klog.Logger, common *flags.Common, gates []flags.Gate) {
+	ignored := common.IgnoredGates(gates)
+	for _, gate := range slices.Sorted(maps.Keys(ignored)) {
+		logger.Info("Warning: feature gate has no effect in Stowage and is ignored", "featureGate", gate, "reason", ignored[gate])
+	}
 }
 
 // warnNoEffect logs a warning for each flag of noEffect that the command line sets: it is accepted so that a

@@ -17,6 +17,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/go-logr/logr/funcr"
+	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
@@ -367,4 +368,28 @@ func TestRunPreparesBeforeLeaderElection(t *testing.T) {
 			t.Fatalf("Run() = %v, want Prepare's error", err)
 		}
 	})
+}
+
+// A gate that Stowage accepts but ignores is named in one start-up warning when set away from its default; a
+// gate set to its default, or one Stowage honours, is not.
+func TestWarnIgnoredGates(t *testing.T) {
+	o := options("--feature-gates=Ignored=false,Honoured=false,QuietIgnored=false")
+	o.Defaults.Gates = []flags.Gate{
+		{Name: "Ignored", Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}, NoEffect: "always on in Stowage"},
+		{Name: "QuietIgnored", Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha}, NoEffect: "not implemented"},
+		{Name: "Honoured", Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
+	}
+	fs, common, err := NewFlagSet(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Parse(o.Args); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	logger := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
+	warnIgnoredGates(logger, common, o.Defaults.Gates)
+	if len(lines) != 1 || !strings.Contains(lines[0], `"featureGate"="Ignored=false"`) || !strings.Contains(lines[0], "always on in Stowage") {
+		t.Errorf("warnings %q, want one naming Ignored=false and why", lines)
+	}
 }
