@@ -1,4 +1,4 @@
-// Command ebs-plugin is the CSI driver ebs.csi.aws.com: ebs-plugin [all|controller|node] [flags].
+// Command ebs-plugin is the CSI driver ebs.csi.aws.com: ebs-plugin [all|controller|node|pre-stop-hook] [flags].
 package main
 
 import (
@@ -126,6 +126,7 @@ func run(args []string) int {
 		return 2
 	}
 	cfg := o.cfg
+	cfg.NodeName = os.Getenv("CSI_NODE_NAME")
 	if o.showVersion {
 		_ = version.Print(os.Stdout, binary)
 		return 0

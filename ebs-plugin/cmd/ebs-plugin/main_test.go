@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/app"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
 )
 
@@ -46,6 +47,12 @@ func TestParseArgs(t *testing.T) {
 			check: func(t *testing.T, o *options) {
 				if o.cfg.Batching || o.cfg.ModifyVolumeWindow != 5*time.Second || o.cfg.KubernetesClusterID != "c1" || !o.cfg.WarnOnInvalidTag {
 					t.Errorf("%+v", o.cfg)
+				}
+			}},
+		{name: "pre-stop-hook as upstream's preStop command passes it", args: []string{"pre-stop-hook"},
+			check: func(t *testing.T, o *options) {
+				if o.cfg.Mode != app.ModePreStopHook {
+					t.Errorf("mode %q, want %q", o.cfg.Mode, app.ModePreStopHook)
 				}
 			}},
 		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: true},

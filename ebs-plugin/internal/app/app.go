@@ -9,9 +9,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/cloud"
@@ -43,6 +40,8 @@ type Config struct {
 	LegacyXFS                 bool
 	DeviceLinkDir             string
 	Version                   string
+	// NodeName is this node's Node object (CSI_NODE_NAME), for pre-stop-hook.
+	NodeName string
 	// AWSSDKDebugLog logs every EC2 request and response through klog (--aws-sdk-debug-log).
 	AWSSDKDebugLog bool
 }
@@ -50,9 +49,9 @@ type Config struct {
 // Validate checks flag combinations before anything starts.
 func (c *Config) Validate() error {
 	switch c.Mode {
-	case driver.ModeAll, driver.ModeController, driver.ModeNode:
+	case driver.ModeAll, driver.ModeController, driver.ModeNode, ModePreStopHook:
 	default:
-		return fmt.Errorf("unknown mode %q: want all, controller or node", c.Mode)
+		return fmt.Errorf("unknown mode %q: want all, controller, node or %s", c.Mode, ModePreStopHook)
 	}
 	if c.VolumeAttachLimit >= 0 && c.ReservedVolumeAttachments >= 0 {
 		return errors.New("--volume-attach-limit and --reserved-volume-attachments are mutually exclusive")
@@ -68,6 +67,12 @@ func (c *Config) Validate() error {
 
 // Run starts the driver and blocks until ctx ends or serving fails.
 func Run(ctx context.Context, c Config) error {
+	if c.Mode == ModePreStopHook {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		return runPreStop(ctx, c)
+	}
 	p, err := build(ctx, c)
 	if err != nil {
 		return err
@@ -209,32 +214,16 @@ func nodeServices(ctx context.Context, c Config) (driver.Mounter, driver.Metadat
 		case "imds":
 			sources = append(sources, metadata.NewIMDS())
 		case "kubernetes":
-			nodes, err := nodeClient(c.Kubeconfig)
-			if err != nil {
+			var nodes metadata.NodeGetter
+			if client, err := kubeClient(c); err != nil {
 				logger.Info("Kubernetes metadata source has no client", "err", err.Error())
+			} else {
+				nodes = client.CoreV1().Nodes()
 			}
 			sources = append(sources, metadata.NewKubernetes(nodes, ""))
 		}
 	}
 	return mounter.New(c.DeviceLinkDir, c.LegacyXFS), sources, nil
-}
-
-func nodeClient(kubeconfig string) (metadata.NodeGetter, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return cs.CoreV1().Nodes(), nil
 }
 
 // sanitizeAppID keeps the SDK's app ID to the characters it allows.

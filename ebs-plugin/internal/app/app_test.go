@@ -16,6 +16,7 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", mutate: func(*Config) {}},
+		{name: "pre-stop-hook", mutate: func(c *Config) { c.Mode = ModePreStopHook }},
 		{name: "unknown mode", mutate: func(c *Config) { c.Mode = "metadataLabeler" }, wantErr: "unknown mode"},
 		{name: "limit and reserved together", mutate: func(c *Config) { c.VolumeAttachLimit, c.ReservedVolumeAttachments = 10, 2 }, wantErr: "mutually exclusive"},
 		{name: "cert without key", mutate: func(c *Config) { c.MetricsCertFile = "/c" }, wantErr: "metrics-key-file"},

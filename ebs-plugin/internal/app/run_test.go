@@ -79,3 +79,12 @@ func TestBuildFailsOnUnreadableCertificate(t *testing.T) {
 		t.Fatalf("build = %v, want an error naming the certificate", err)
 	}
 }
+
+func TestPreStopHookModeRunsTheHookNotTheDriver(t *testing.T) {
+	c := nodeConfig(t)
+	c.Mode = ModePreStopHook
+	// The driver would start serving; the hook needs the API server first and fails on the missing kubeconfig.
+	if err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "no-kubeconfig") {
+		t.Fatalf("Run = %v, want the hook's error about the missing kubeconfig", err)
+	}
+}
