@@ -2,6 +2,8 @@ package driver
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -136,23 +138,18 @@ func volumeSize(r *csi.CapacityRange) (int64, error) {
 
 // volumeTags builds every tag of a new volume; user-supplied ones cannot override the driver's.
 func (d *Driver) volumeTags(ctx context.Context, name string, vp *params.Volume) (map[string]string, error) {
-	tags := map[string]string{}
-	for k, v := range d.opts.ExtraTags {
-		tags[k] = v
-	}
 	data := params.VolumeTemplateData{PVCName: vp.PVCName, PVCNamespace: vp.PVCNamespace, PVName: vp.PVName}
-	for _, spec := range vp.TagSpecs {
-		k, v, err := params.RenderTag(spec, data)
-		if err != nil {
-			if d.opts.WarnOnInvalidTag {
-				// --warn-on-invalid-tag: upstream's escape hatch for classes written before validation.
-				klog.FromContext(ctx).Info("Skipping invalid tag", "volume", name, "err", err.Error())
-				continue
-			}
-			return nil, err
-		}
-		tags[k] = v
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volume", name))
+	// --extra-tags values are templates too, rendered with the volume's data; class tags override them.
+	tags, err := params.RenderTagsWarnOnly(ctx, params.ExtraTagSpecs(d.opts.ExtraTags), data, d.opts.WarnOnInvalidTag)
+	if err != nil {
+		return nil, fmt.Errorf("--extra-tags: %w", err)
 	}
+	classTags, err := params.RenderTagsWarnOnly(ctx, vp.TagSpecs, data, d.opts.WarnOnInvalidTag)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(tags, classTags)
 	tags[params.TagCSIVolumeName] = name
 	tags[params.TagCluster] = "true"
 	if id := d.opts.KubernetesClusterID; id != "" {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/cloud"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
@@ -28,10 +29,17 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
 	}
-	tags, err := params.RenderTags(sp.TagSpecs, params.SnapshotTemplateData{VolumeSnapshotName: sp.VolumeSnapshotName,
-		VolumeSnapshotNamespace: sp.VolumeSnapshotNamespace, VolumeSnapshotContentName: sp.VolumeSnapshotContentName})
+	data := params.SnapshotTemplateData{VolumeSnapshotName: sp.VolumeSnapshotName,
+		VolumeSnapshotNamespace: sp.VolumeSnapshotNamespace, VolumeSnapshotContentName: sp.VolumeSnapshotContentName}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("snapshot", name))
+	// --warn-on-invalid-tag applies to snapshot classes as to storage classes, as upstream.
+	tags, err := params.RenderTagsWarnOnly(ctx, sp.TagSpecs, data, d.opts.WarnOnInvalidTag)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
+	}
+	extraTags, err := params.RenderTagsWarnOnly(ctx, params.ExtraTagSpecs(d.opts.ExtraTags), data, d.opts.WarnOnInvalidTag)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "--extra-tags: %v", err)
 	}
 	release, ok := d.inFlight.Insert("snapshot/" + name)
 	if !ok {
@@ -63,7 +71,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 			}
 		}
 	}
-	for k, v := range d.opts.ExtraTags {
+	for k, v := range extraTags {
 		if _, set := tags[k]; !set {
 			tags[k] = v
 		}

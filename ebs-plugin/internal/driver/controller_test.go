@@ -420,3 +420,35 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+// TestTagTemplatesWarnOnInvalidTag checks that --extra-tags values are rendered per object, and that
+// --warn-on-invalid-tag skips a bad snapshot-class tag as it does a storage-class one; without it both fail.
+func TestTagTemplatesWarnOnInvalidTag(t *testing.T) {
+	extra := map[string]string{"team": "storage", "ns": "{{ .PVCNamespace }}", "snap": "{{ .VolumeSnapshotName }}"}
+	badSnapParams := map[string]string{"tagSpecification_1": "who={{ .VolumeSnapshotName }}", "tagSpecification_2": "bad={{ .PVCName }}",
+		"csi.storage.k8s.io/volumesnapshot/name": "nightly"}
+	volParams := map[string]string{"csi.storage.k8s.io/pvc/namespace": "db", "tagSpecification_1": "bad={{ js .PVCName }}"}
+	for _, warn := range []bool{false, true} {
+		d, fc, _ := newTestDriver(t, Options{ExtraTags: extra, WarnOnInvalidTag: warn})
+		ctx := context.Background()
+		src := fc.AddVolume(cloud.Disk{CapacityGiB: 4})
+		snap, err := d.CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "snap-a", SourceVolumeId: src.VolumeID, Parameters: badSnapParams})
+		vol, verr := d.CreateVolume(ctx, &csi.CreateVolumeRequest{Name: "pvc-1", VolumeCapabilities: []*csi.VolumeCapability{mountCap("")}, Parameters: volParams})
+		if !warn {
+			wantCode(t, err, codes.InvalidArgument, "PVCName")
+			wantCode(t, verr, codes.InvalidArgument, "--extra-tags", "VolumeSnapshotName")
+			continue
+		}
+		if err != nil || verr != nil {
+			t.Fatalf("with --warn-on-invalid-tag: snapshot %v, volume %v", err, verr)
+		}
+		gotSnap := fc.Snapshots[snap.GetSnapshot().GetSnapshotId()].Tags
+		if gotSnap["who"] != "nightly" || gotSnap["snap"] != "nightly" || gotSnap["team"] != "storage" || gotSnap["bad"] != "" || gotSnap["ns"] != "" {
+			t.Errorf("snapshot tags %v", gotSnap)
+		}
+		gotVol := fc.Volumes[vol.GetVolume().GetVolumeId()].Tags
+		if gotVol["ns"] != "db" || gotVol["team"] != "storage" || gotVol["bad"] != "" || gotVol["snap"] != "" {
+			t.Errorf("volume tags %v", gotVol)
+		}
+	}
+}

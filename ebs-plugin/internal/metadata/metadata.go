@@ -53,22 +53,29 @@ func (s Sources) Get(ctx context.Context) (*Instance, error) {
 	return nil, errors.Join(errs...)
 }
 
-// ParseSources parses --metadata-sources ("imds,kubernetes").
-func ParseSources(s string) ([]string, error) {
+// ParseSources parses --metadata-sources values ("imds,kubernetes"). Repeated flags merge in order, as
+// upstream's slice flag does; a source named twice is tried once, at its first place.
+func ParseSources(values ...string) ([]string, error) {
 	var out []string
-	for _, name := range strings.Split(s, ",") {
-		name = strings.TrimSpace(name)
-		switch name {
-		case "":
-			continue
-		case "imds", "kubernetes":
-			out = append(out, name)
-		case "metadata-labeler":
-			// Upstream's labeler-fed source reads labels the same Node object carries; it is served by the
-			// kubernetes source here.
-			out = append(out, "kubernetes")
-		default:
-			return nil, fmt.Errorf("--metadata-sources: unknown source %q (want imds, kubernetes)", name)
+	seen := map[string]bool{}
+	for _, s := range values {
+		for _, name := range strings.Split(s, ",") {
+			name = strings.TrimSpace(name)
+			switch name {
+			case "":
+				continue
+			case "imds", "kubernetes":
+			case "metadata-labeler":
+				// Upstream's labeler-fed source reads labels the same Node object carries; it is served by
+				// the kubernetes source here.
+				name = "kubernetes"
+			default:
+				return nil, fmt.Errorf("--metadata-sources: unknown source %q (want imds, kubernetes)", name)
+			}
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
 		}
 	}
 	if len(out) == 0 {

@@ -123,3 +123,32 @@ func TestKubernetesSourceLabelerCounts(t *testing.T) {
 		})
 	}
 }
+
+func TestParseSourcesMergesRepeatedFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		flags   []string
+		want    string
+		wantErr string
+	}{
+		{name: "default", flags: []string{"imds,kubernetes"}, want: "imds,kubernetes"},
+		{name: "repeated flags append in order", flags: []string{"kubernetes", "imds"}, want: "kubernetes,imds"},
+		{name: "labeler is the kubernetes source, tried once", flags: []string{"imds,metadata-labeler", "kubernetes"}, want: "imds,kubernetes"},
+		{name: "empty", flags: []string{"", " , "}, wantErr: "no source"},
+		{name: "unknown in a later flag", flags: []string{"imds", "bogus"}, wantErr: "bogus"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseSources(tc.flags...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(got, ",") != tc.want {
+				t.Fatalf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}

@@ -1,7 +1,9 @@
 package params
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -84,7 +86,24 @@ func TestRenderTags(t *testing.T) {
 		{spec: "app={{ .PVCName | field \"-\" 1 }}", key: "app", value: "db"},
 		{spec: "up={{ .PVCNamespace | toUpper }}", key: "up", value: "PROD"},
 		{spec: "s={{ substring 0 4 .PVName }}", key: "s", value: "pvc-"},
-		{spec: "c={{ contains .PVCName \"db\" }}", key: "c", value: "true"},
+		// Upstream's order: the searched string comes last, so a pipe asks "does the name contain db".
+		{spec: "c={{ .PVCName | contains \"db\" }}", key: "c", value: "true"},
+		{spec: "c={{ contains \"db\" .PVCName }}", key: "c", value: "true"},
+		{spec: "c={{ contains .PVCName \"db\" }}", key: "c", value: "false"},
+		{spec: "docs={{ .PVCNamespace | contains \"prod\" }}", key: "docs", value: "true"},
+		{spec: "i={{ .PVCName | index \"-\" }}", key: "i", value: "4"},
+		{spec: "i={{ index \"x\" .PVCName }}", key: "i", value: "-1"},
+		{spec: "l={{ .PVCName | lastIndex \"-\" }}", key: "l", value: "7"},
+		{spec: "l={{ lastIndex \"x\" .PVCName }}", key: "l", value: "-1"},
+		// substring clamps: negative start reads from 0, a negative or long end reads to the end.
+		{spec: "s={{ substring 3 99 .PVName }}", key: "s", value: "-1"},
+		{spec: "s={{ substring -2 3 .PVName }}", key: "s", value: "pvc"},
+		{spec: "s={{ substring 2 -1 .PVName }}", key: "s", value: "c-1"},
+		{spec: "s={{ substring -5 -5 .PVName }}", key: "s", value: "pvc-1"},
+		{spec: "s={{ substring 9 12 .PVName }}", key: "s", value: ""},
+		{spec: "s={{ substring 3 1 .PVName }}", key: "s", value: ""},
+		{spec: "b={{ .PVCNamespace | contains \"prod\" }}-{{ .PVCName | field \"-\" 2 | toUpper }}", key: "b", value: "true-0"},
+		{spec: "x={{ .PVCName | field \"-\" 3 }}", wantErr: "out of range"},
 		{spec: "literal=a=b", key: "literal", value: "a=b"},
 		{spec: "x={{ js .PVCName }}", wantErr: "disabled"},
 		{spec: "x={{ call .PVCName }}", wantErr: "disabled"},
@@ -93,7 +112,6 @@ func TestRenderTags(t *testing.T) {
 		{spec: "novalue", wantErr: "key=value"},
 		{spec: "CSIVolumeName=x", wantErr: "reserved"},
 		{spec: "kubernetes.io/cluster/x=owned", wantErr: "reserved"},
-		{spec: "x={{ substring 3 99 .PVName }}", wantErr: "out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
@@ -160,12 +178,57 @@ func TestParseSnapshot(t *testing.T) {
 }
 
 func TestParseExtraTags(t *testing.T) {
-	got, err := ParseExtraTags("team=storage, env=dev")
-	if err != nil || got["team"] != "storage" || got["env"] != "dev" {
-		t.Fatalf("got %v, %v", got, err)
+	tests := []struct {
+		name    string
+		flags   []string
+		want    map[string]string
+		wantErr string
+	}{
+		{name: "one flag, trimmed", flags: []string{"team=storage, env = dev "}, want: map[string]string{"team": "storage", "env": "dev"}},
+		// Repeated --extra-tags merge as upstream's map flag does; a later key wins.
+		{name: "repeated flags merge", flags: []string{"team=storage,env=dev", "env=prod", "owner=me"},
+			want: map[string]string{"team": "storage", "env": "prod", "owner": "me"}},
+		{name: "empty flag and empty pairs", flags: []string{"", "a=1,,"}, want: map[string]string{"a": "1"}},
+		{name: "value is a template", flags: []string{"ns={{ .PVCNamespace | toUpper }}"}, want: map[string]string{"ns": "{{ .PVCNamespace | toUpper }}"}},
+		{name: "broken template fails at start-up", flags: []string{"ns={{ .PVCNamespace"}, wantErr: "bad template"},
+		{name: "reserved key", flags: []string{"ok=1", "ebs.csi.aws.com/x=1"}, wantErr: "reserved"},
+		{name: "no value", flags: []string{"team"}, wantErr: "key=value"},
 	}
-	if _, err := ParseExtraTags("ebs.csi.aws.com/x=1"); err == nil {
-		t.Fatal("reserved key accepted")
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseExtraTags(tc.flags...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !maps.Equal(got, tc.want) {
+				t.Fatalf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExtraTagsRenderPerObject checks that --extra-tags values are rendered with each object's data, and
+// that --warn-on-invalid-tag skips a failing one (a volume field asked of a snapshot) instead of failing.
+func TestExtraTagsRenderPerObject(t *testing.T) {
+	extra, err := ParseExtraTags("team=storage,ns={{ .PVCNamespace }},snap={{ .VolumeSnapshotName | toUpper }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := ExtraTagSpecs(extra)
+	vol := VolumeTemplateData{PVCName: "data", PVCNamespace: "db"}
+	if _, err := RenderTagsWarnOnly(context.Background(), specs, vol, false); err == nil {
+		t.Fatal("a snapshot field in a volume's tags rendered without --warn-on-invalid-tag")
+	}
+	got, err := RenderTagsWarnOnly(context.Background(), specs, vol, true)
+	if want := map[string]string{"team": "storage", "ns": "db"}; err != nil || !maps.Equal(got, want) {
+		t.Fatalf("volume tags %v, %v; want %v", got, err, want)
+	}
+	got, err = RenderTagsWarnOnly(context.Background(), specs, SnapshotTemplateData{VolumeSnapshotName: "nightly"}, true)
+	if want := map[string]string{"team": "storage", "snap": "NIGHTLY"}; err != nil || !maps.Equal(got, want) {
+		t.Fatalf("snapshot tags %v, %v; want %v", got, err, want)
 	}
 }
 

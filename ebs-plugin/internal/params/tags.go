@@ -1,10 +1,14 @@
 package params
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"text/template"
+
+	"k8s.io/klog/v2"
 )
 
 // VolumeTemplateData is what tagSpecification_N templates of a StorageClass or VolumeAttributesClass see.
@@ -33,8 +37,10 @@ var errDisabledFunc = errors.New("function is disabled in tag templates")
 
 func disabled(...any) (string, error) { return "", errDisabledFunc }
 
-// templateFuncs are upstream's helpers; js, call, html and urlquery are replaced by a function that fails,
-// because a tag value has no use for them and call can invoke arbitrary methods.
+// templateFuncs are upstream's helpers (pkg/util/template), with upstream's argument order: the string
+// searched comes last, so `.PVCNamespace | contains "prod"` asks whether the namespace contains "prod".
+// js, call, html and urlquery are replaced by a function that fails, because a tag value has no use for
+// them and call can invoke arbitrary methods.
 var templateFuncs = template.FuncMap{
 	"field": func(delim string, index int, input string) (string, error) {
 		parts := strings.Split(input, delim)
@@ -43,19 +49,31 @@ var templateFuncs = template.FuncMap{
 		}
 		return parts[index], nil
 	},
-	"substring": func(start, end int, s string) (string, error) {
-		if start < 0 || end > len(s) || start > end {
-			return "", fmt.Errorf("substring [%d:%d] out of range for length %d", start, end, len(s))
-		}
-		return s[start:end], nil
-	},
-	"toUpper":  strings.ToUpper,
-	"toLower":  strings.ToLower,
-	"contains": strings.Contains,
-	"js":       disabled,
-	"call":     disabled,
-	"html":     disabled,
-	"urlquery": disabled,
+	"substring": substring,
+	"toUpper":   strings.ToUpper,
+	"toLower":   strings.ToLower,
+	"contains":  func(sub, s string) bool { return strings.Contains(s, sub) },
+	"index":     func(sub, s string) int { return strings.Index(s, sub) },
+	"lastIndex": func(sub, s string) int { return strings.LastIndex(s, sub) },
+	"js":        disabled,
+	"call":      disabled,
+	"html":      disabled,
+	"urlquery":  disabled,
+}
+
+// substring returns s[start:end] with the indexes clamped into s, as upstream does where its slicing stays in
+// range (a negative start reads from 0; a negative or too large end reads to the end). Where upstream's
+// slice would panic (start past the end, start after end) the result is empty instead of an error, so a
+// class written against names of varying length keeps working.
+func substring(start, end int, s string) string {
+	start = max(start, 0)
+	if end < 0 || end > len(s) {
+		end = len(s)
+	}
+	if start >= end {
+		return ""
+	}
+	return s[start:end]
 }
 
 type limitedWriter struct {
@@ -129,22 +147,60 @@ func IsReservedTagKey(key string) bool {
 	return strings.HasPrefix(key, "kubernetes.io") || strings.HasPrefix(key, "ebs.csi.aws.com/")
 }
 
-// ParseExtraTags parses the --extra-tags flag value "k1=v1,k2=v2".
-func ParseExtraTags(s string) (map[string]string, error) {
-	tags := map[string]string{}
-	if strings.TrimSpace(s) == "" {
-		return tags, nil
+// RenderTagsWarnOnly is RenderTags for --warn-on-invalid-tag: an invalid spec is logged and skipped
+// instead of failing the request (upstream's escape hatch for classes written before validation). With
+// warnOnly false it is RenderTags.
+func RenderTagsWarnOnly(ctx context.Context, specs []string, data any, warnOnly bool) (map[string]string, error) {
+	if !warnOnly {
+		return RenderTags(specs, data)
 	}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, invalid("extra-tags", kv, `must be "key=value"`)
-		}
-		k = strings.TrimSpace(k)
-		if err := ValidateUserTag(k, v); err != nil {
-			return nil, err
+	tags := map[string]string{}
+	for _, spec := range specs {
+		k, v, err := RenderTag(spec, data)
+		if err != nil {
+			klog.FromContext(ctx).Info("Skipping invalid tag", "err", err.Error())
+			continue
 		}
 		tags[k] = v
 	}
 	return tags, nil
+}
+
+// ParseExtraTags parses --extra-tags values, each "k1=v1,k2=v2", into key -> value template. Values are
+// templates like a class's tagSpecification_N, rendered per volume or snapshot (see ExtraTagSpecs). Repeated
+// flags merge, a later key overriding an earlier one, as upstream's map flag does; keys and values are
+// trimmed. Keys are validated and templates parsed here, so a bad flag fails at start-up, not per volume.
+func ParseExtraTags(values ...string) (map[string]string, error) {
+	tags := map[string]string{}
+	for _, s := range values {
+		for _, kv := range strings.Split(s, ",") {
+			if strings.TrimSpace(kv) == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				return nil, invalid("extra-tags", kv, `must be "key=value"`)
+			}
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			if err := ValidateUserTag(k, v); err != nil {
+				return nil, err
+			}
+			if _, err := template.New("tag").Funcs(templateFuncs).Parse(v); err != nil {
+				return nil, invalid("extra-tags", kv, "bad template: %v", err)
+			}
+			tags[k] = v
+		}
+	}
+	return tags, nil
+}
+
+// ExtraTagSpecs turns parsed --extra-tags into "key=template" specs for RenderTags, sorted by key so the
+// rendered errors and logs are stable.
+func ExtraTagSpecs(extra map[string]string) []string {
+	specs := make([]string, 0, len(extra))
+	for k, v := range extra {
+		specs = append(specs, k+"="+v)
+	}
+	sort.Strings(specs)
+	return specs
 }
