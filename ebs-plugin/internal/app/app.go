@@ -84,6 +84,9 @@ func Run(ctx context.Context, c Config) error {
 type plugin struct {
 	driver  *driver.Driver
 	metrics *httpserver.Server // nil without --http-endpoint
+	// untaint removes the node's startup taint in the background; nil in controller mode or without a
+	// Kubernetes client.
+	untaint func(context.Context)
 }
 
 // build validates c and assembles the plugin. The metrics endpoint is bound last, so a failure before it
@@ -125,6 +128,9 @@ func build(ctx context.Context, c Config) (*plugin, error) {
 		return nil, err
 	}
 	p := &plugin{driver: d}
+	if c.Mode != driver.ModeController {
+		p.untaint = startupTaintRemover(ctx, c)
+	}
 	if c.HTTPEndpoint != "" {
 		if p.metrics, err = listenMetrics(c); err != nil {
 			return nil, err
@@ -147,6 +153,20 @@ func listenMetrics(c Config) (*httpserver.Server, error) {
 func (p *plugin) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if p.untaint != nil {
+		// Beside serving, never before it: the kubelet registers the driver, which the removal waits for,
+		// only once the CSI socket answers. Its failure stops nothing; it is waited for so it never
+		// outlives run.
+		untainted := make(chan struct{})
+		defer func() {
+			cancel()
+			<-untainted
+		}()
+		go func() {
+			defer close(untainted)
+			p.untaint(ctx)
+		}()
+	}
 	errs := make(chan error, 2)
 	servers := 1
 	go func() { errs <- p.driver.Run(ctx) }()

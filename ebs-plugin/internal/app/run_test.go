@@ -88,3 +88,36 @@ func TestPreStopHookModeRunsTheHookNotTheDriver(t *testing.T) {
 		t.Fatalf("Run = %v, want the hook's error about the missing kubeconfig", err)
 	}
 }
+
+func TestStartupTaintRemovalNeverHoldsUpServingOrStopping(t *testing.T) {
+	c := nodeConfig(t)
+	c.Endpoint = "tcp://256.0.0.1:1" // cannot be bound
+	p, err := build(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A removal that would wait forever, as one does while the kubelet has not registered the driver.
+	removalEnded := false
+	p.untaint = func(ctx context.Context) {
+		<-ctx.Done()
+		removalEnded = true
+	}
+	if err := p.run(context.Background()); err == nil || !strings.Contains(err.Error(), "256.0.0.1") {
+		t.Fatalf("run = %v, want the CSI listen error", err)
+	}
+	// Read after run returned: run waits for the removal, so this is ordered without a lock.
+	if !removalEnded {
+		t.Fatal("run returned before the taint removal ended")
+	}
+}
+
+func TestStartupTaintRemoverNeedsNodeNameAndClient(t *testing.T) {
+	c := nodeConfig(t)
+	if startupTaintRemover(context.Background(), c) != nil {
+		t.Error("remover without CSI_NODE_NAME")
+	}
+	c.NodeName = "node-1" // but the kubeconfig does not exist
+	if startupTaintRemover(context.Background(), c) != nil {
+		t.Error("remover without a Kubernetes client")
+	}
+}
