@@ -11,6 +11,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"github.com/kubernetes-csi/csi-lib-utils/connection"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/controller"
@@ -33,8 +34,15 @@ const (
 	DefaultReconcileSync = time.Minute
 )
 
-// Defaults are the standard flags' per-sidecar defaults.
-var Defaults = flags.Defaults{Timeout: DefaultTimeout, WorkerThreads: DefaultWorkerThreads}
+// MutableCSINodeAllocatableCount is upstream's attacher gate (GA, on) that writes the CSI error's gRPC code to
+// status.attachError.errorCode, which the scheduler's volume limit logic reads; honoured: =false leaves it out.
+const MutableCSINodeAllocatableCount featuregate.Feature = "MutableCSINodeAllocatableCount"
+
+// Defaults are the standard flags' per-sidecar defaults and the gates upstream's attacher registers besides
+// the common ones (shared/flags adds ReleaseLeaderElectionOnExit and the logging gates).
+var Defaults = flags.Defaults{Timeout: DefaultTimeout, WorkerThreads: DefaultWorkerThreads, Gates: []flags.Gate{
+	{Name: MutableCSINodeAllocatableCount, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
+}}
 
 // Config holds the attacher's own flags (the standard ones are in sidecar.Env.Flags).
 type Config struct {
@@ -86,6 +94,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		CSI:           csiattach.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout, int32(cfg.MaxEntries)),
 		Capabilities:  caps,
 		DefaultFSType: cfg.DefaultFSType,
+		OmitErrorCode: !env.Flags.FeatureGates.Enabled(MutableCSINodeAllocatableCount),
 	}
 	// The handler is chosen once: the workers' hot path has no capability checks.
 	var h controller.Handler

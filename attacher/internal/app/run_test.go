@@ -2,14 +2,18 @@ package app
 
 import (
 	"flag"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"k8s.io/component-base/featuregate"
 
 	"github.com/stowage-csi/stowage/attacher/internal/handler"
 	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/sidecar"
 )
 
 func TestCapabilitiesChooseTheHandler(t *testing.T) {
@@ -94,6 +98,55 @@ func TestFlags(t *testing.T) {
 			}
 			if common.Timeout != DefaultTimeout || common.WorkerThreads != DefaultWorkerThreads {
 				t.Errorf("--timeout %s, --worker-threads %d; want 15s and 10", common.Timeout, common.WorkerThreads)
+			}
+		})
+	}
+}
+
+// Upstream's exact csi-attacher arguments (aws-ebs-csi-driver's manifest) parse, its gates are accepted and
+// honoured, and an unknown gate fails naming it, as upstream's attacher fails.
+func TestUpstreamArgsAndFeatureGates(t *testing.T) {
+	upstream := []string{"--timeout=6m", "--csi-address=/var/lib/csi/sockets/pluginproxy/csi.sock", "--v=2", "--leader-election=true",
+		"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=5m",
+		"--feature-gates=MutableCSINodeAllocatableCount=true"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+		want    map[featuregate.Feature]bool
+	}{
+		{name: "upstream's manifest", args: upstream, want: map[featuregate.Feature]bool{MutableCSINodeAllocatableCount: true, flags.ReleaseLeaderElectionOnExit: true}},
+		{name: "defaults", want: map[featuregate.Feature]bool{MutableCSINodeAllocatableCount: true}},
+		{name: "every upstream gate", args: []string{"--feature-gates=MutableCSINodeAllocatableCount=false,ReleaseLeaderElectionOnExit=false,ContextualLogging=true,LoggingBetaOptions=true"},
+			want: map[featuregate.Feature]bool{MutableCSINodeAllocatableCount: false, flags.ReleaseLeaderElectionOnExit: false}},
+		{name: "unknown gate", args: []string{"--feature-gates=MutableCSINodeAllocatableCount=true,NoSuchGate=true"}, wantErr: "unrecognized feature gate: NoSuchGate"},
+		{name: "provisioner's gate", args: []string{"--feature-gates=Topology=true"}, wantErr: "unrecognized feature gate: Topology"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg Config
+			fs, common, err := sidecar.NewFlagSet(sidecar.Options{Binary: Binary, Defaults: Defaults, AddFlags: cfg.AddFlags})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs.SetOutput(io.Discard)
+			err = fs.Parse(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if err := common.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			for gate, want := range tc.want {
+				if got := common.FeatureGates.Enabled(gate); got != want {
+					t.Errorf("%s = %t, want %t", gate, got, want)
+				}
 			}
 		})
 	}

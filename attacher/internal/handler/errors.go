@@ -19,7 +19,7 @@ func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *st
 	logger := klog.FromContext(ctx).WithValues("volumeattachment", va.Name)
 	logger.Error(cause, "Operation failed", "field", field, "final", csiattach.IsFinal(cause))
 	volErr := &storagev1.VolumeError{Time: metav1.NewTime(cfg.now()), Message: cause.Error()}
-	if code, ok := csiattach.Code(cause); ok {
+	if code, ok := csiattach.Code(cause); ok && !cfg.OmitErrorCode {
 		c := int32(code)
 		volErr.ErrorCode = &c
 	}

@@ -60,6 +60,9 @@ type Config struct {
 	CSI           Publisher
 	Capabilities  Capabilities
 	DefaultFSType string
+	// OmitErrorCode leaves the gRPC code out of attachError and detachError, as upstream does with its
+	// MutableCSINodeAllocatableCount gate off.
+	OmitErrorCode bool
 	// Now stamps attach and detach errors; tests set it, nil means time.Now.
 	Now func() time.Time
 }
