@@ -47,7 +47,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 		}
 		fmt.Printf("%-38s %12.1f %9.1f %14.2f %12.2f %12.2f %11.2f\n", runs[i].name, r.seconds, rate, r.requests, r.writes, r.events, r.reads)
 	}
-	fmt.Println("writes: PVC intent patch, PV create, intent release; events: Provisioning + ProvisioningSucceeded (own client).")
+	fmt.Println("writes: PVC intent update, PV create, intent release; events: Provisioning + ProvisioningSucceeded (own client).")
 }
 
 // stormResult is one run's seconds to Bound and requests per claim.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,6 +96,31 @@ func serviceAccountKubeconfig(t testing.TB, c *cluster.Cluster) string {
 		t.Fatal(err)
 	}
 	return kc
+}
+
+// grantCapacity adds what --enable-capacity needs beyond deploy/rbac/csi-provisioner.yaml, which has exactly
+// upstream's default RBAC: a user enabling capacity adds the same (with --capacity-ownerref-level=-1 no owner
+// lookups, so no pods or apps rules).
+func grantCapacity(t testing.TB, ctx context.Context, kube kubernetes.Interface) {
+	t.Helper()
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "stowage-csi-provisioner-capacity", Namespace: namespace},
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csistoragecapacities"},
+			Verbs: []string{"list", "create", "update", "delete"},
+		}},
+	}
+	if _, err := kube.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: namespace}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+	}
+	if _, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // process is one running csi-provisioner.

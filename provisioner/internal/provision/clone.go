@@ -9,8 +9,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 var everything = labels.Everything()
@@ -66,10 +64,12 @@ func (p *Provisioner) protectCloneSource(ctx context.Context, namespace, name st
 	if err != nil {
 		return fmt.Errorf("dataSource: get source PVC %s/%s: %w", namespace, name, err)
 	}
-	if _, err := patch.AddFinalizer(ctx, p.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch, src, CloneFinalizer); err != nil {
-		return fmt.Errorf("patch PVC %s/%s: %w", namespace, name, err)
-	}
-	return nil
+	_, err = p.mutateClaim(ctx, src, func(c *v1.PersistentVolumeClaim) {
+		if !slices.Contains(c.Finalizers, CloneFinalizer) {
+			c.Finalizers = append(c.Finalizers, CloneFinalizer)
+		}
+	})
+	return err
 }
 
 // SyncCloneSource removes the cloning-protection finalizer from a source PVC once no claim is being cloned from
@@ -95,12 +95,11 @@ func (p *Provisioner) syncCloneSource(ctx context.Context, namespace, name strin
 	if err != nil || n > 0 {
 		return err
 	}
-	_, err = patch.RemoveFinalizer(ctx, p.Kube.CoreV1().PersistentVolumeClaims(namespace).Patch, src, CloneFinalizer)
+	_, err = p.mutateClaim(ctx, src, func(c *v1.PersistentVolumeClaim) {
+		c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == CloneFinalizer })
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("patch PVC %s/%s: %w", namespace, name, err)
-	}
-	return nil
+	return err
 }

@@ -15,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
-
-	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or carrying a
@@ -97,11 +95,11 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	}
 	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
 		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
-		// resourceVersion test lets exactly one write win, the others see the winner's node and step aside.
-		if _, err := patch.SetAnnotation(ctx, p.Kube.CoreV1().PersistentVolumeClaims(claim.Namespace).Patch, claim, annSelectedNode, p.cfg.NodeName); err != nil {
-			return fmt.Errorf("patch PVC %s/%s: %w", claim.Namespace, claim.Name, err)
-		}
-		return nil
+		// resourceVersion guard lets exactly one write win, the others see the winner's node and step aside.
+		_, err := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
+			metav1.SetMetaDataAnnotation(&c.ObjectMeta, annSelectedNode, p.cfg.NodeName)
+		})
+		return err
 	}
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
 		return nil

@@ -3,7 +3,6 @@ package provision
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -13,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
@@ -56,7 +54,7 @@ func TestSyncClaim(t *testing.T) {
 			name:  "immediate claim: intent, PV, release; nothing else written",
 			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			wantAct: []string{
-				"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims",
+				"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims",
 			},
 			wantCreates: 1, wantVolumes: 1,
 			wantEvent: []string{"Provisioning", "ProvisioningSucceeded"},
@@ -79,7 +77,7 @@ func TestSyncClaim(t *testing.T) {
 			name:        "InvalidArgument from the driver: slow retry, intent kept (no write per retry)",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
-			wantAct:     []string{"patch persistentvolumeclaims"},
+			wantAct:     []string{"update persistentvolumeclaims"},
 			wantCreates: 1, wantIntent: true, wantErr: true, wantSlow: true,
 			wantEvent: []string{"ProvisioningFailed", "InvalidArgument"},
 		},
@@ -87,13 +85,13 @@ func TestSyncClaim(t *testing.T) {
 			name:        "timeout: intent kept, no PV, normal backoff",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.DeadlineExceeded) },
-			wantAct:     []string{"patch persistentvolumeclaims"},
+			wantAct:     []string{"update persistentvolumeclaims"},
 			wantCreates: 1, wantIntent: true, wantErr: true,
 		},
 		{
 			name:        "retry after timeout with intent already recorded: no second intent write",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
-			wantAct:     []string{"create persistentvolumes", "patch persistentvolumeclaims"},
+			wantAct:     []string{"create persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1, wantVolumes: 1,
 		},
 		{
@@ -101,7 +99,7 @@ func TestSyncClaim(t *testing.T) {
 			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			setup: func(h *harness) { h.csi.Put(volName) },
 			wantAct: []string{
-				"get persistentvolumes", "patch persistentvolumeclaims",
+				"get persistentvolumes", "update persistentvolumeclaims",
 			},
 			wantCreates: 1, wantDeletes: 1, wantVolumes: 0,
 		},
@@ -109,7 +107,7 @@ func TestSyncClaim(t *testing.T) {
 			name:        "deleted during provisioning, driver says final error: no volume to delete, release",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
-			wantAct:     []string{"get persistentvolumes", "patch persistentvolumeclaims"},
+			wantAct:     []string{"get persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1,
 		},
 		{
@@ -123,7 +121,7 @@ func TestSyncClaim(t *testing.T) {
 			name:    "deleted after the PV was made: only release, the PV's reclaim policy handles the volume",
 			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
-			wantAct: []string{"get persistentvolumes", "patch persistentvolumeclaims"},
+			wantAct: []string{"get persistentvolumes", "update persistentvolumeclaims"},
 		},
 		{
 			name:  "deleted without intent: nothing",
@@ -139,7 +137,7 @@ func TestSyncClaim(t *testing.T) {
 				delete(c.Annotations, annStorageProvisioner)
 				c.Annotations[annBetaStorageProvisioner] = testutil.Driver
 			}),
-			wantAct:     []string{"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims"},
+			wantAct:     []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1, wantVolumes: 1,
 		},
 		{
@@ -159,13 +157,13 @@ func TestSyncClaim(t *testing.T) {
 			name:    "PV already exists: release a leftover intent only",
 			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
-			wantAct: []string{"patch persistentvolumeclaims"},
+			wantAct: []string{"update persistentvolumeclaims"},
 		},
 		{
 			name:        "PV create fails after CreateVolume: intent stays so the volume is never lost",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.failVerb("create", "persistentvolumes") },
-			wantAct:     []string{"patch persistentvolumeclaims", "create persistentvolumes"},
+			wantAct:     []string{"update persistentvolumeclaims", "create persistentvolumes"},
 			wantCreates: 1, wantVolumes: 1, wantIntent: true, wantErr: true,
 		},
 	}
@@ -331,8 +329,8 @@ func TestResourceExhaustedReschedulesInOneWrite(t *testing.T) {
 	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err == nil {
 		t.Fatal("no error")
 	}
-	if got, want := h.actions(), []string{"patch persistentvolumeclaims", "patch persistentvolumeclaims"}; !equal(got, want) {
-		t.Errorf("actions %q, want %q (intent, then one reschedule patch)", got, want)
+	if got, want := h.actions(), []string{"update persistentvolumeclaims", "update persistentvolumeclaims"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q (intent, then one reschedule update)", got, want)
 	}
 	got := h.claim(t, "ns", "data")
 	if _, ok := got.Annotations[annSelectedNode]; ok || hasIntent(got) {
@@ -370,10 +368,10 @@ func TestCloneProtectsAndReleasesSource(t *testing.T) {
 		t.Errorf("content source %v", cs)
 	}
 	want := []string{
-		"patch persistentvolumeclaims", // intent on the clone
-		"patch persistentvolumeclaims", // cloning-protection on the source
+		"update persistentvolumeclaims", // intent on the clone
+		"update persistentvolumeclaims", // cloning-protection on the source
 		"create persistentvolumes",
-		"patch persistentvolumeclaims", // release intent
+		"update persistentvolumeclaims", // release intent
 	}
 	if got := h.actions(); !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
@@ -433,7 +431,7 @@ func TestSyncClaimStaleCopiesDoNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := h.actions(), []string{"patch persistentvolumeclaims", "create persistentvolumes", "patch persistentvolumeclaims"}; !equal(got, want) {
+	if got, want := h.actions(), []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}; !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
 	if len(h.csi.Creates) != 1 {
@@ -458,11 +456,10 @@ func TestNodeDeployment(t *testing.T) {
 	if got := h.claim(t, "ns", "free"); got.Annotations[annSelectedNode] != "n1" || len(h.csi.Creates) != 0 {
 		t.Errorf("immediate claim not taken for the node: %v", got.Annotations)
 	}
-	// A competitor that read the same version must lose the race: the patch carries the resourceVersion as
-	// its precondition.
-	take := h.kube.Actions()[0].(k8stesting.PatchAction)
-	if patch := string(take.GetPatch()); take.GetPatchType() != types.MergePatchType || !strings.Contains(patch, `"resourceVersion":"1"`) {
-		t.Errorf("take patch (%s) %s is not preconditioned on the resourceVersion", take.GetPatchType(), patch)
+	// A competitor that read the same version must lose the race: the Update carries the resourceVersion read.
+	take := h.kube.Actions()[0].(k8stesting.UpdateAction)
+	if rv := take.GetObject().(*v1.PersistentVolumeClaim).ResourceVersion; take.GetVerb() != "update" || rv != free.ResourceVersion || rv == "" {
+		t.Errorf("take %s carries resourceVersion %q, want the one read, %q", take.GetVerb(), rv, free.ResourceVersion)
 	}
 	// The fake checks that precondition like the API server: another node's instance with the same copy loses.
 	rivalCfg := cfg
@@ -493,9 +490,9 @@ func TestAbandonUsesRecordedVolumeName(t *testing.T) {
 }
 
 // The intent release follows the PV create, on which the PV controller binds the claim: the copy in hand is then
-// older than the stored claim. The release tests only the slot and value it removes, so it still succeeds in one
-// request instead of failing with a resourceVersion conflict.
-func TestIntentReleaseSurvivesTheBinderWrite(t *testing.T) {
+// older than the stored claim. The release is an Update guarded by the resourceVersion read, so it fails with
+// 409 Conflict and changes nothing (it must not undo the binding); the retry from the bound copy releases.
+func TestIntentReleaseAfterTheBinderWrite(t *testing.T) {
 	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent)
 	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
 	bound := h.claim(t, "ns", "data")
@@ -504,10 +501,21 @@ func TestIntentReleaseSurvivesTheBinderWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.kube.ClearActions()
-	if err := h.p.finishIntent(context.Background(), claim.DeepCopy()); err != nil {
-		t.Fatalf("release with the pre-binding copy: %v", err)
+	if err := h.p.finishIntent(context.Background(), claim.DeepCopy()); !apierrors.IsConflict(err) {
+		t.Fatalf("release with the pre-binding copy: err %v, want a conflict", err)
 	}
-	if got, want := h.actions(), []string{"patch persistentvolumeclaims"}; !equal(got, want) {
+	if got := h.claim(t, "ns", "data"); !hasIntent(got) || got.Spec.VolumeName != volName {
+		t.Fatalf("the stale release changed the claim: finalizers %v, volumeName %q", got.Finalizers, got.Spec.VolumeName)
+	}
+	if h.p.claimStage(claim) == claimReleased {
+		t.Fatal("a failed release was recorded as done")
+	}
+	fresh := h.claim(t, "ns", "data")
+	h.kube.ClearActions()
+	if err := h.p.SyncClaim(context.Background(), fresh); err != nil {
+		t.Fatalf("retry from the bound copy: %v", err)
+	}
+	if got, want := h.actions(), []string{"update persistentvolumeclaims"}; !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
 	got := h.claim(t, "ns", "data")

@@ -56,6 +56,9 @@ type Config struct {
 	// (--node-deployment-immediate-binding).
 	NodeDeploymentImmediateBinding bool
 	Capabilities                   Capabilities
+	// AttrClassesServed says the API server serves storage.k8s.io/v1 VolumeAttributesClasses; the provisioner
+	// then reads the classes claims name with direct GETs (no informer: upstream's RBAC grants only get).
+	AttrClassesServed bool
 }
 
 // Deps are the clients and caches the provisioner reads and writes through.
@@ -70,7 +73,10 @@ type Deps struct {
 	Nodes     corelisters.NodeLister
 	// Attachments guards deletion: no DeleteVolume while a VolumeAttachment names the PV.
 	Attachments storagelisters.VolumeAttachmentLister
-	// AttrClasses is nil when the cluster has no VolumeAttributesClass v1 API.
+	// AttrClasses is never read: a non-nil value only means what Config.AttrClassesServed says.
+	//
+	// Transitional, to be removed: set Config.AttrClassesServed instead and start no VolumeAttributesClass
+	// informer, which needs list and watch, which upstream's RBAC does not grant.
 	AttrClasses storagelisters.VolumeAttributesClassLister
 	Recorder    record.EventRecorder
 	Metrics     *metrics.Metrics
@@ -83,6 +89,8 @@ type Provisioner struct {
 	Deps
 	csiNodes storagelisters.CSINodeLister
 	nodes    corelisters.NodeLister
+	// attrClasses is nil when the cluster serves no VolumeAttributesClass v1 API.
+	attrClasses *attrClassCache
 
 	// deleted remembers, by PV name, PVs whose volume DeleteVolume already removed, so the informer events
 	// caused by our own PV writes never lead to a second DeleteVolume (upstream #1235). claimDone remembers, by
@@ -147,7 +155,11 @@ func (p *Provisioner) ForgetClaim(namespace, name string) {
 
 // New returns a Provisioner.
 func New(cfg Config, deps Deps) *Provisioner {
-	return &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}}
+	p := &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}}
+	if cfg.AttrClassesServed || deps.AttrClasses != nil {
+		p.attrClasses = newAttrClassCache(deps.Kube.StorageV1().VolumeAttributesClasses().Get, attrClassTTL, time.Now)
+	}
+	return p
 }
 
 // Forget drops what the provisioner remembers about the PV name. Call it only once the PV is gone from the

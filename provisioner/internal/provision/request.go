@@ -3,6 +3,7 @@ package provision
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
@@ -81,7 +82,7 @@ func (p *Provisioner) planCreate(ctx context.Context, claim *v1.PersistentVolume
 	if plan.req.AccessibilityRequirements, err = p.accessibility(class, selectedNode, claim.Name); err != nil {
 		return nil, err
 	}
-	if err := p.planAttributesClass(claim, plan); err != nil {
+	if err := p.planAttributesClass(ctx, claim, plan); err != nil {
 		return nil, err
 	}
 	if err := p.planSource(ctx, claim, plan, size.Value()); err != nil {
@@ -91,25 +92,25 @@ func (p *Provisioner) planCreate(ctx context.Context, claim *v1.PersistentVolume
 }
 
 // planAttributesClass passes a VolumeAttributesClass's parameters as mutable_parameters.
-func (p *Provisioner) planAttributesClass(claim *v1.PersistentVolumeClaim, plan *createPlan) error {
+func (p *Provisioner) planAttributesClass(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan) error {
 	name := claim.Spec.VolumeAttributesClassName
 	if name == nil || *name == "" {
 		return nil
 	}
-	if p.AttrClasses == nil {
+	if p.attrClasses == nil {
 		return slow(fmt.Errorf("claim names VolumeAttributesClass %q, but the cluster serves no storage.k8s.io/v1 VolumeAttributesClass API", *name))
 	}
 	if !p.cfg.Capabilities.ModifyVolume {
 		return slow(fmt.Errorf("claim names VolumeAttributesClass %q, but driver %s lacks the MODIFY_VOLUME capability", *name, p.cfg.DriverName))
 	}
-	vac, err := p.AttrClasses.Get(*name)
+	vac, err := p.attrClasses.Get(ctx, *name)
 	if err != nil {
 		return fmt.Errorf("get VolumeAttributesClass %q: %w", *name, err)
 	}
 	if vac.DriverName != p.cfg.DriverName {
 		return slow(fmt.Errorf("VolumeAttributesClass %q is for driver %s, not %s", *name, vac.DriverName, p.cfg.DriverName))
 	}
-	plan.req.MutableParameters = vac.Parameters
+	plan.req.MutableParameters = maps.Clone(vac.Parameters) // the cached class is shared between workers
 	plan.attrClass = *name
 	return nil
 }

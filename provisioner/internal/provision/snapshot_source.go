@@ -3,13 +3,13 @@ package provision
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/stowage-csi/stowage/shared/patch"
 )
 
 // planSnapshot checks the VolumeSnapshot (ready, not being deleted, bound to a content of this driver, not larger
@@ -68,8 +68,12 @@ func (p *Provisioner) protectSnapshot(ctx context.Context, namespace, name strin
 	if err != nil {
 		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
-	if _, err := patch.AddFinalizer(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Patch, vs, SnapshotSourceFinalizer); err != nil {
-		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", namespace, name, err)
+	if _, err := updateObject(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Update, vs, func(s *snapv1.VolumeSnapshot) {
+		if !slices.Contains(s.Finalizers, SnapshotSourceFinalizer) {
+			s.Finalizers = append(s.Finalizers, SnapshotSourceFinalizer)
+		}
+	}); err != nil {
+		return fmt.Errorf("update VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }
@@ -92,12 +96,14 @@ func (p *Provisioner) releaseSnapshot(ctx context.Context, claim *v1.PersistentV
 	if err != nil {
 		return fmt.Errorf("get VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
 	}
-	_, err = patch.RemoveFinalizer(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Patch, vs, SnapshotSourceFinalizer)
+	_, err = updateObject(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Update, vs, func(s *snapv1.VolumeSnapshot) {
+		s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == SnapshotSourceFinalizer })
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("patch VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
+		return fmt.Errorf("update VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
 	}
 	return nil
 }

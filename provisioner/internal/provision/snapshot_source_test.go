@@ -106,7 +106,7 @@ func TestRestoreFromSnapshot(t *testing.T) {
 			// The as-source finalizer was added before CreateVolume and released once the claim finished.
 			var added, removed bool
 			for _, a := range snaps.Actions() {
-				if a.GetVerb() == "patch" {
+				if a.GetVerb() == "update" {
 					if !added {
 						added = true
 					} else {
