@@ -27,6 +27,11 @@ func (h *CSI) attach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 	if err != nil {
 		return h.attachFailed(ctx, va, err)
 	}
+	// As upstream: a volume on its way out must not reach a new node, where it would hold up the deletion
+	// (and the driver's DeleteVolume) until it is detached again. Nothing is written but attachError.
+	if vol.deleting != "" {
+		return h.attachFailed(ctx, va, fmt.Errorf("persistentvolume %q is being deleted (metadata.deletionTimestamp is set): refusing to attach it", vol.deleting))
+	}
 	nodeID, err := h.nodeIDForAttach(va)
 	if err != nil {
 		return h.attachFailed(ctx, va, err)

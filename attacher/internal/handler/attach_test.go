@@ -2,6 +2,7 @@ package handler
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -135,6 +136,32 @@ func TestAttach(t *testing.T) {
 			},
 		},
 		{
+			name: "PersistentVolume being deleted: attachError, no finalizer, no CSI call",
+			objs: []runtime.Object{testutil.VA("va1", "pv1", "node1"), testutil.PV("pv1", "vol-1", func(pv *v1.PersistentVolume) {
+				pv.DeletionTimestamp = &metav1.Time{Time: testNow}
+				pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+			}), testutil.CSINode("node1", "i-1")},
+			wantErr:     true,
+			wantActions: []string{"patch volumeattachments/status va1"},
+			check: func(t *testing.T, va *storagev1.VolumeAttachment) {
+				wantError(t, va.Status.AttachError, noCode)
+				if msg := va.Status.AttachError.Message; !strings.Contains(msg, `persistentvolume "pv1" is being deleted`) {
+					t.Errorf("attachError = %q, want it to name the PersistentVolume being deleted", msg)
+				}
+				wantFinalizer(t, va, false)
+			},
+		},
+		{
+			name: "PersistentVolume being deleted, retried: nothing written again",
+			objs: []runtime.Object{testutil.VA("va1", "pv1", "node1", func(va *storagev1.VolumeAttachment) {
+				va.Status.AttachError = &storagev1.VolumeError{Message: `persistentvolume "pv1" is being deleted (metadata.deletionTimestamp is set): refusing to attach it`}
+			}), testutil.PV("pv1", "vol-1", func(pv *v1.PersistentVolume) {
+				pv.DeletionTimestamp = &metav1.Time{Time: testNow}
+				pv.Finalizers = []string{"kubernetes.io/pv-protection"}
+			}), testutil.CSINode("node1", "i-1")},
+			wantErr: true,
+		},
+		{
 			name:        "no CSINode falls back to the node-id annotation",
 			objs:        []runtime.Object{testutil.VA("va1", "pv1", "node1", withAnnotations(NodeIDAnnotation, "i-9")), testutil.PV("pv1", "vol-1")},
 			wantActions: []string{"patch volumeattachments va1", "patch volumeattachments/status va1"},
@@ -266,5 +293,21 @@ func TestAttach(t *testing.T) {
 				tc.check(t, e.va(t, va.Name))
 			}
 		})
+	}
+}
+
+// With upstream's MutableCSINodeAllocatableCount gate off, the error is recorded without its gRPC code.
+func TestAttachErrorCodeOmitted(t *testing.T) {
+	e := newEnv("", Capabilities{}, &testutil.FakeCSI{PublishErr: status.Error(codes.ResourceExhausted, "too many volumes")},
+		testutil.VA("va1", "pv1", "node1"), testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))
+	e.cfg.OmitErrorCode = true
+	h := NewCSI(e.cfg)
+	if _, err := h.SyncVA(testContext(t), e.stored(t, "va1")); err == nil {
+		t.Fatal("SyncVA succeeded, want the publish error")
+	}
+	va := e.va(t, "va1")
+	wantError(t, va.Status.AttachError, noCode)
+	if !strings.Contains(va.Status.AttachError.Message, "too many volumes") {
+		t.Errorf("attachError = %q, want the driver's message", va.Status.AttachError.Message)
 	}
 }

@@ -19,12 +19,14 @@ type volume struct {
 	spec      *v1.PersistentVolumeSpec // with spec.csi set (translated for migrated in-tree volumes)
 	migrated  bool
 	secretRef *v1.SecretReference
+	// deleting names the PersistentVolume when it has a deletionTimestamp; "" otherwise and for inline volumes.
+	deleting string
 }
 
 // resolveVolume reads the volume a VolumeAttachment names: its PersistentVolume from the informer cache,
 // or its inline spec, translated to CSI when it is a migrated in-tree volume.
 func (h *CSI) resolveVolume(logger klog.Logger, va *storagev1.VolumeAttachment) (*volume, error) {
-	var name string
+	var name, deleting string
 	var spec *v1.PersistentVolumeSpec
 	switch {
 	case va.Spec.Source.PersistentVolumeName != nil:
@@ -34,6 +36,9 @@ func (h *CSI) resolveVolume(logger klog.Logger, va *storagev1.VolumeAttachment) 
 			return nil, fmt.Errorf("spec.source.persistentVolumeName: persistentvolume %q: %w", name, err)
 		}
 		spec = &pv.Spec
+		if pv.DeletionTimestamp != nil {
+			deleting = name
+		}
 	case va.Spec.Source.InlineVolumeSpec != nil:
 		name = va.Name
 		spec = va.Spec.Source.InlineVolumeSpec
@@ -50,7 +55,7 @@ func (h *CSI) resolveVolume(logger klog.Logger, va *storagev1.VolumeAttachment) 
 	if csiSpec.CSI.VolumeHandle == "" {
 		return nil, fmt.Errorf("volume %q: spec.csi.volumeHandle is empty", name)
 	}
-	return &volume{spec: csiSpec, migrated: migrated, secretRef: csiSpec.CSI.ControllerPublishSecretRef}, nil
+	return &volume{spec: csiSpec, migrated: migrated, secretRef: csiSpec.CSI.ControllerPublishSecretRef, deleting: deleting}, nil
 }
 
 // capability is the CSI volume capability for spec: block or mount (with fsType, falling back to
