@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/component-base/featuregate"
+
 	"github.com/stowage-csi/stowage/shared/flags"
 	"github.com/stowage-csi/stowage/shared/sidecar"
 )
@@ -20,8 +22,27 @@ const (
 	LockPrefix = ""
 )
 
-// Defaults are the standard flags' provisioner defaults.
-var Defaults = flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100}
+// The feature gates upstream's provisioner registers besides the common ones (shared/flags adds
+// ReleaseLeaderElectionOnExit and the logging gates).
+const (
+	Topology                       featuregate.Feature = "Topology"
+	CrossNamespaceVolumeDataSource featuregate.Feature = "CrossNamespaceVolumeDataSource"
+	VolumeAttributesClass          featuregate.Feature = "VolumeAttributesClass"
+)
+
+// Defaults are the standard flags' provisioner defaults and its feature gates, with upstream's defaults.
+var Defaults = flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100, Gates: []flags.Gate{
+	// Accepted, not read: upstream's manifest passes Topology=true, and Stowage always sends topology when the
+	// driver has VOLUME_ACCESSIBILITY_CONSTRAINTS.
+	{Name: Topology, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA},
+		NoEffect: "Stowage always uses topology when the driver has the VOLUME_ACCESSIBILITY_CONSTRAINTS capability"},
+	// Accepted so a manifest that sets it starts; Stowage has no cross-namespace data sources (ReferenceGrant).
+	{Name: CrossNamespaceVolumeDataSource, Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha},
+		NoEffect: "Stowage does not provision from a data source in another namespace"},
+	// Honoured: off, the provisioner never reads VolumeAttributesClasses (no informer, no RBAC needed for them);
+	// ENABLE_VAC_FALLBACK can turn it off at start-up when the API is not served.
+	{Name: VolumeAttributesClass, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
+}}
 
 // Config holds the provisioner's own flags (the standard ones are in sidecar.Env.Flags).
 type Config struct {

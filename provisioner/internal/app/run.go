@@ -10,6 +10,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
@@ -43,7 +44,11 @@ func Run(ctx context.Context, env *sidecar.Env, cfg *Config) error {
 // lead runs the controllers while this replica leads.
 func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	factory := kubeclient.NewInformerFactory(d.kube, 0)
-	c, err := newCaches(factory, d)
+	readVAC, err := d.readAttributesClasses(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := newCaches(factory, d, readVAC)
 	if err != nil {
 		return err
 	}
@@ -88,8 +93,31 @@ type caches struct {
 	attrClasses storagelisters.VolumeAttributesClassLister
 }
 
-// newCaches registers the informers the provisioner needs on factory.
-func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, error) {
+// readAttributesClasses applies the VolumeAttributesClass gate and ENABLE_VAC_FALLBACK (see attributesClasses).
+// With the gate off the API server is not even asked whether it serves the API.
+func (d leaderDeps) readAttributesClasses(ctx context.Context) (bool, error) {
+	logger := klog.FromContext(ctx)
+	if !d.env.Flags.FeatureGates.Enabled(VolumeAttributesClass) {
+		logger.Info("VolumeAttributesClass feature gate is off: VolumeAttributesClasses are not read")
+		return false, nil
+	}
+	served, err := hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	if err != nil {
+		return false, err
+	}
+	read, gate := attributesClasses(true, d.vacFallback, served)
+	switch {
+	case !gate:
+		logger.Info("The API server does not serve storage.k8s.io/v1 VolumeAttributesClasses and " + vacFallbackEnv + " is true: running as if the VolumeAttributesClass feature gate were off")
+	case !read:
+		logger.Info("Warning: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses: claims that name one will fail to provision; set " +
+			vacFallbackEnv + "=true or --feature-gates=VolumeAttributesClass=false to run without them")
+	}
+	return read, nil
+}
+
+// newCaches registers the informers the provisioner needs on factory; VolumeAttributesClasses only with readVAC.
+func newCaches(factory informers.SharedInformerFactory, d leaderDeps, readVAC bool) (caches, error) {
 	c := caches{
 		claims:      factory.Core().V1().PersistentVolumeClaims(),
 		volumes:     factory.Core().V1().PersistentVolumes(),
@@ -111,7 +139,7 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, e
 		}
 		c.csiNodes, c.nodes = factory.Storage().V1().CSINodes().Lister(), nodeInf.Lister()
 	}
-	if hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses") {
+	if readVAC {
 		c.attrClasses = factory.Storage().V1().VolumeAttributesClasses().Lister()
 	}
 	return c, nil
@@ -154,16 +182,21 @@ func newController(cfg *Config, d leaderDeps, c caches) (*controller.Controller,
 	}, queues)
 }
 
-// hasResource reports whether the API server serves resource in groupVersion.
-func hasResource(kube kubernetes.Interface, groupVersion, resource string) bool {
+// hasResource reports whether the API server serves resource in groupVersion. A group version the server does
+// not know is "not served"; any other discovery failure is an error, so a flaky API server cannot quietly turn
+// a feature off.
+func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
 	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
 	if err != nil {
-		return false
+		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
 	}
 	for _, r := range list.APIResources {
 		if r.Name == resource {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
