@@ -2,6 +2,7 @@ package provision
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -9,7 +10,8 @@ import (
 // paramPrefix marks StorageClass parameters that belong to the provisioner, not the driver.
 const paramPrefix = "csi.storage.k8s.io/"
 
-// fsTypeKey and deprecatedFSTypeKey select the PV's fsType; the deprecated key is also passed to the driver.
+// fsTypeKey and deprecatedFSTypeKey select the PV's fsType; the deprecated key, matched in any case, is also
+// passed to the driver.
 const (
 	fsTypeKey           = paramPrefix + "fstype"
 	deprecatedFSTypeKey = "fstype"
@@ -107,13 +109,20 @@ func parseClassParams(params map[string]string) (*classParams, error) {
 		out.driver[k] = params[k]
 	}
 
-	switch {
-	case params[fsTypeKey] != "" && params[deprecatedFSTypeKey] != "":
-		return nil, &ParamError{Key: deprecatedFSTypeKey, Msg: "set together with " + fsTypeKey + "; use only " + fsTypeKey}
-	case params[fsTypeKey] != "":
-		out.fsType = params[fsTypeKey]
-	default:
-		out.fsType = params[deprecatedFSTypeKey]
+	// As upstream: the prefixed key matches exactly (any other spelling is an unknown prefixed key, refused
+	// above), the deprecated one in any case ("fsType" is common in old classes), and only one may be set.
+	var fsKeys []string
+	for _, k := range keys {
+		if k == fsTypeKey || strings.ToLower(k) == deprecatedFSTypeKey {
+			fsKeys = append(fsKeys, k)
+			out.fsType = params[k]
+		}
+	}
+	if len(fsKeys) > 1 {
+		// Name a deprecated key: that is the one to remove.
+		i := slices.IndexFunc(fsKeys, func(k string) bool { return k != fsTypeKey })
+		others := slices.Delete(slices.Clone(fsKeys), i, i+1)
+		return nil, &ParamError{Key: fsKeys[i], Msg: "set together with " + strings.Join(others, ", ") + "; use only " + fsTypeKey}
 	}
 
 	def, err := secretPair(params, defaultSecretNameKey, defaultSecretNamespaceKey)

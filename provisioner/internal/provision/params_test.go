@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -8,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+
+	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
 )
 
 func TestParseClassParams(t *testing.T) {
@@ -23,6 +26,12 @@ func TestParseClassParams(t *testing.T) {
 		{name: "prefixed fstype is stripped", params: map[string]string{fsTypeKey: "ext4", "a": "b"}, wantDriver: 1, wantFS: "ext4"},
 		{name: "deprecated fstype is used and passed on", params: map[string]string{"fstype": "xfs"}, wantDriver: 1, wantFS: "xfs"},
 		{name: "both fstypes", params: map[string]string{"fstype": "xfs", fsTypeKey: "ext4"}, wantKey: "fstype"},
+		// Upstream matches the deprecated key in any case, the prefixed one exactly.
+		{name: "deprecated fsType in camel case is used and passed on", params: map[string]string{"fsType": "xfs"}, wantDriver: 1, wantFS: "xfs"},
+		{name: "deprecated FSTYPE in upper case is used", params: map[string]string{"FSTYPE": "btrfs", "a": "b"}, wantDriver: 2, wantFS: "btrfs"},
+		{name: "fsType and the prefixed key", params: map[string]string{"fsType": "xfs", fsTypeKey: "ext4"}, wantKey: "fsType"},
+		{name: "fstype and fsType", params: map[string]string{"fsType": "xfs", "fstype": "ext4"}, wantKey: "fsType"},
+		{name: "prefixed key in another case is unknown", params: map[string]string{paramPrefix + "fsType": "ext4"}, wantKey: paramPrefix + "fsType"},
 		{name: "unknown prefixed key", params: map[string]string{paramPrefix + "provisioner-secret": "x"}, wantKey: paramPrefix + "provisioner-secret"},
 		{name: "namespace without name", params: map[string]string{paramPrefix + "node-publish-secret-namespace": "ns"}, wantKey: paramPrefix + "node-publish-secret-name"},
 		{name: "empty name", params: map[string]string{paramPrefix + "node-publish-secret-name": "", paramPrefix + "node-publish-secret-namespace": "ns"}, wantKey: paramPrefix + "node-publish-secret-name"},
@@ -176,4 +185,23 @@ func FuzzParseClassParams(f *testing.F) {
 			_, _ = resolveSecret(s, "pvc-1", claim)
 		}
 	})
+}
+
+// The deprecated key in camel case reaches the volume capability and the PV, and the driver still gets it.
+func TestCamelCaseFSTypeReachesThePV(t *testing.T) {
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi")
+	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", map[string]string{"fsType": "xfs"}))
+	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	req := h.csi.Creates[0]
+	if got := req.VolumeCapabilities[0].GetMount().GetFsType(); got != "xfs" {
+		t.Errorf("CreateVolume mount fsType %q, want xfs", got)
+	}
+	if req.Parameters["fsType"] != "xfs" {
+		t.Errorf("driver parameters %v lack the deprecated fsType", req.Parameters)
+	}
+	if pv := h.pv(t, volName); pv.Spec.CSI == nil || pv.Spec.CSI.FSType != "xfs" {
+		t.Errorf("PV CSI source %+v, want fsType xfs", pv.Spec.CSI)
+	}
 }
