@@ -48,11 +48,11 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	c, err := newCaches(factory, d, readVAC)
+	c, err := newCaches(factory, d)
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(cfg, d, c)
+	ctrl, err := newController(cfg, d, c, readVAC)
 	if err != nil {
 		return err
 	}
@@ -89,8 +89,6 @@ type caches struct {
 	// csiNodes and nodes are cached only for topology.
 	csiNodes storagelisters.CSINodeLister
 	nodes    corelisters.NodeLister
-	// attrClasses is cached only where the API server serves VolumeAttributesClasses.
-	attrClasses storagelisters.VolumeAttributesClassLister
 }
 
 // readAttributesClasses applies the VolumeAttributesClass gate and ENABLE_VAC_FALLBACK (see attributesClasses).
@@ -116,8 +114,9 @@ func (d leaderDeps) readAttributesClasses(ctx context.Context) (bool, error) {
 	return read, nil
 }
 
-// newCaches registers the informers the provisioner needs on factory; VolumeAttributesClasses only with readVAC.
-func newCaches(factory informers.SharedInformerFactory, d leaderDeps, readVAC bool) (caches, error) {
+// newCaches registers the informers the provisioner needs on factory. VolumeAttributesClasses are not among them:
+// the provisioner GETs the ones claims name, as upstream, whose RBAC grants no list or watch on them.
+func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, error) {
 	c := caches{
 		claims:      factory.Core().V1().PersistentVolumeClaims(),
 		volumes:     factory.Core().V1().PersistentVolumes(),
@@ -139,14 +138,12 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps, readVAC bo
 		}
 		c.csiNodes, c.nodes = factory.Storage().V1().CSINodes().Lister(), nodeInf.Lister()
 	}
-	if readVAC {
-		c.attrClasses = factory.Storage().V1().VolumeAttributesClasses().Lister()
-	}
 	return c, nil
 }
 
-// newController builds the Provisioner and the controller that feeds it from c, with its three queues.
-func newController(cfg *Config, d leaderDeps, c caches) (*controller.Controller, error) {
+// newController builds the Provisioner and the controller that feeds it from c, with its three queues; readVAC
+// lets it read the VolumeAttributesClasses claims name.
+func newController(cfg *Config, d leaderDeps, c caches, readVAC bool) (*controller.Controller, error) {
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
 		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
@@ -162,11 +159,12 @@ func newController(cfg *Config, d leaderDeps, c caches) (*controller.Controller,
 		NodeName:                       d.nodeName,
 		NodeDeploymentImmediateBinding: cfg.NodeDeploymentImmediateBinding,
 		Capabilities:                   d.caps,
+		AttrClassesServed:              readVAC,
 	}, provision.Deps{
 		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
 		Claims: c.claims.Lister(), Volumes: c.volumes.Lister(), Classes: c.classes.Lister(),
 		CSINodes: c.csiNodes, Nodes: c.nodes, Attachments: c.attachments.Lister(),
-		AttrClasses: c.attrClasses, Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
+		Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
 	})
 	var queues controller.Queues
 	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {
