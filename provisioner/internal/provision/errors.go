@@ -46,3 +46,6 @@ func isCode(err error, c codes.Code) bool {
 
 // Slow marks err as one to retry only after the maximum retry interval.
 func Slow(err error) error { return slow(err) }
+
+// errSelectorNotSupported is upstream's refusal of claims with spec.selector, word for word.
+var errSelectorNotSupported = errors.New("claim Selector is not supported")

@@ -113,6 +113,13 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	src := sourceOf(claim)
 	defer func() { p.Metrics.Provisioned(class.Name, string(src.kind), start, err) }()
 
+	if claim.Spec.Selector != nil {
+		// As upstream: a dynamically provisioned volume has no labels to match, so a claim with a selector can
+		// only be bound to an existing PV. Refused before any write; retrying waits the long interval.
+		err := slow(errSelectorNotSupported)
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
+		return err
+	}
 	plan, err := p.planCreate(ctx, claim, class, volName, selectedNode)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
