@@ -74,13 +74,14 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&cfg.MetricsCertFile, "metrics-cert-file", "", "PEM certificate (chain) for the metrics server; with --metrics-key-file it answers HTTPS only.")
 	fs.StringVar(&cfg.MetricsKeyFile, "metrics-key-file", "", "PEM private key of --metrics-cert-file.")
 	fs.BoolVar(&ignoredBool, "enable-otel-tracing", false, "Accepted for compatibility and without effect: Stowage does not export traces. Warned about when set.")
-	fs.StringVar(&cfg.MetadataSources, "metadata-sources", "imds,kubernetes", "Comma-separated instance metadata sources, tried in order: imds, kubernetes.")
+	cfg.MetadataSources = []string{"imds,kubernetes"}
+	fs.Var(&repeated{values: &cfg.MetadataSources}, "metadata-sources", "Comma-separated instance metadata sources, tried in order: imds, kubernetes. Repeated flags merge, in order.")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "Kubeconfig for the kubernetes metadata source; in-cluster configuration when empty.")
 	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	fs.BoolVar(&ignoredBool, "logtostderr", true, "Accepted for compatibility and without effect: logs always go to stderr. Warned about when set.")
 	fs.StringVar(&cfg.UserAgentExtra, "user-agent-extra", "", "Extra string appended to the EC2 user agent.")
 	fs.BoolVar(&cfg.AWSSDKDebugLog, "aws-sdk-debug-log", false, "Log every EC2 request and response, with bodies, and every retry.")
-	fs.StringVar(&cfg.ExtraTags, "extra-tags", "", "Tags added to every volume and snapshot, as key1=value1,key2=value2.")
+	fs.Var(&repeated{values: &cfg.ExtraTags}, "extra-tags", "Tags added to every volume and snapshot, as key1=value1,key2=value2; values are templates. Repeated flags merge (a later key wins).")
 	fs.StringVar(&cfg.KubernetesClusterID, "k8s-tag-cluster-id", "", "Cluster ID for the kubernetes.io/cluster/<id>=owned tags.")
 	fs.StringVar(&ignoredString, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags. Warned about when set.")
 	fs.BoolVar(&cfg.WarnOnInvalidTag, "warn-on-invalid-tag", false, "Log and skip invalid tags instead of failing the request.")
@@ -156,4 +157,26 @@ func run(args []string) int {
 	}
 	klog.Flush()
 	return 0
+}
+
+// repeated is a flag that keeps every value it is given, because upstream merges repeated --extra-tags and
+// --metadata-sources where Go's flag package would keep the last. The first value replaces the default.
+type repeated struct {
+	values *[]string
+	set    bool
+}
+
+func (r *repeated) String() string {
+	if r == nil || r.values == nil {
+		return ""
+	}
+	return strings.Join(*r.values, ",")
+}
+
+func (r *repeated) Set(v string) error {
+	if !r.set {
+		*r.values, r.set = nil, true
+	}
+	*r.values = append(*r.values, v)
+	return nil
 }

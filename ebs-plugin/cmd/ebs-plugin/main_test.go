@@ -10,6 +10,7 @@ import (
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/app"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
 )
 
 func TestParseArgsKeepsUpstreamNamesAndDefaults(t *testing.T) {
@@ -18,7 +19,7 @@ func TestParseArgsKeepsUpstreamNamesAndDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := o.cfg
-	if c.Mode != driver.ModeAll || c.Endpoint != "unix://tmp/csi.sock" || c.MetadataSources != "imds,kubernetes" ||
+	if c.Mode != driver.ModeAll || c.Endpoint != "unix://tmp/csi.sock" || !slices.Equal(c.MetadataSources, []string{"imds,kubernetes"}) ||
 		c.ModifyVolumeWindow != 2*time.Second || c.VolumeAttachLimit != -1 || c.ReservedVolumeAttachments != -1 ||
 		c.DeviceLinkDir != "/dev/disk/by-id" || c.LegacyXFS || c.HTTPEndpoint != "" {
 		t.Fatalf("defaults %+v", c)
@@ -114,5 +115,27 @@ func TestAWSSDKDebugLogReachesTheConfig(t *testing.T) {
 	}
 	if !o.cfg.AWSSDKDebugLog {
 		t.Fatal("--aws-sdk-debug-log did not set Config.AWSSDKDebugLog")
+	}
+}
+
+// TestRepeatedFlagsMerge: upstream merges repeated --extra-tags and --metadata-sources; the first value
+// replaces --metadata-sources' default.
+func TestRepeatedFlagsMerge(t *testing.T) {
+	o, err := parseArgs([]string{"controller", "--extra-tags=a=1,b=2", "--extra-tags=b=3", "--metadata-sources=kubernetes", "--metadata-sources=imds"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a=1,b=2", "b=3"}; !slices.Equal(o.cfg.ExtraTags, want) {
+		t.Errorf("ExtraTags = %q, want %q", o.cfg.ExtraTags, want)
+	}
+	if want := []string{"kubernetes", "imds"}; !slices.Equal(o.cfg.MetadataSources, want) {
+		t.Errorf("MetadataSources = %q, want %q", o.cfg.MetadataSources, want)
+	}
+	tags, err := params.ParseExtraTags(o.cfg.ExtraTags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tags) != 2 || tags["a"] != "1" || tags["b"] != "3" {
+		t.Errorf("merged tags = %v, want a=1 and the later b=3", tags)
 	}
 }

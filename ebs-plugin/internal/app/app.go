@@ -27,10 +27,10 @@ type Config struct {
 	HTTPEndpoint              string
 	MetricsCertFile           string
 	MetricsKeyFile            string
-	MetadataSources           string
+	MetadataSources           []string // each --metadata-sources value; repeated flags merge
 	Kubeconfig                string
 	UserAgentExtra            string
-	ExtraTags                 string
+	ExtraTags                 []string // each --extra-tags value; repeated flags merge
 	KubernetesClusterID       string
 	WarnOnInvalidTag          bool
 	Batching                  bool
@@ -187,7 +187,7 @@ func (p *plugin) run(ctx context.Context) error {
 // controllerCloud builds the EC2 client and parses --extra-tags for the controller.
 func controllerCloud(ctx context.Context, c Config, rec *metrics.Recorder) (*cloud.Cloud, map[string]string, error) {
 	logger := klog.FromContext(ctx)
-	tags, err := params.ParseExtraTags(c.ExtraTags)
+	tags, err := params.ParseExtraTags(c.ExtraTags...)
 	if err != nil {
 		if !c.WarnOnInvalidTag {
 			return nil, nil, fmt.Errorf("--extra-tags: %w", err)
@@ -224,7 +224,7 @@ func nodeServices(ctx context.Context, c Config) (driver.Mounter, driver.Metadat
 	if missing := mounter.ToolsAvailable(); len(missing) > 0 {
 		logger.Info("Host tools missing; node operations that need them will fail", "missing", missing)
 	}
-	names, err := metadata.ParseSources(c.MetadataSources)
+	names, err := metadata.ParseSources(c.MetadataSources...)
 	if err != nil {
 		return nil, nil, err
 	}

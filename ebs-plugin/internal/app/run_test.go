@@ -18,7 +18,7 @@ import (
 // cluster, which fails only when asked.
 func nodeConfig(t *testing.T) Config {
 	return Config{Mode: driver.ModeNode, Endpoint: "unix://" + filepath.Join(t.TempDir(), "csi.sock"), HTTPEndpoint: "127.0.0.1:0",
-		MetadataSources: "kubernetes", Kubeconfig: filepath.Join(t.TempDir(), "no-kubeconfig"),
+		MetadataSources: []string{"kubernetes"}, Kubeconfig: filepath.Join(t.TempDir(), "no-kubeconfig"),
 		VolumeAttachLimit: -1, ReservedVolumeAttachments: -1, ModifyVolumeWindow: time.Second, DeviceLinkDir: t.TempDir()}
 }
 
