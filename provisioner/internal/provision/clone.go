@@ -13,8 +13,8 @@ import (
 
 var everything = labels.Everything()
 
-// planClone checks upstream's clone rules (source bound, same driver, not larger than the new volume, same volume
-// mode) and sets the source volume as the content source.
+// planClone checks upstream's clone rules (source claim not larger than the new one, bound, same driver, same
+// volume mode) and sets the source volume as the content source.
 func (p *Provisioner) planClone(claim *v1.PersistentVolumeClaim, plan *createPlan, size int64) error {
 	if !p.cfg.Capabilities.Clone {
 		return slow(fmt.Errorf("dataSource: driver %s does not support cloning (no CLONE_VOLUME capability)", p.cfg.DriverName))
@@ -25,6 +25,12 @@ func (p *Provisioner) planClone(claim *v1.PersistentVolumeClaim, plan *createPla
 	}
 	if src.DeletionTimestamp != nil {
 		return fmt.Errorf("dataSource: source PVC %s/%s is being deleted", src.Namespace, src.Name)
+	}
+	// As upstream: the source claim's request, not its PV's capacity, is the least the clone may ask for. A
+	// driver that rounded the source volume up may round the clone up the same way.
+	if srcSize := src.Spec.Resources.Requests[v1.ResourceStorage]; size < srcSize.Value() {
+		return slow(fmt.Errorf("dataSource: error, new PVC request must be greater than or equal in size to the specified PVC data source, requested %d but source is %d (PVC %s/%s)",
+			size, srcSize.Value(), src.Namespace, src.Name))
 	}
 	if src.Status.Phase != v1.ClaimBound || src.Spec.VolumeName == "" {
 		return fmt.Errorf("dataSource: source PVC %s/%s is not bound yet", src.Namespace, src.Name)
@@ -38,9 +44,6 @@ func (p *Provisioner) planClone(claim *v1.PersistentVolumeClaim, plan *createPla
 	}
 	if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.UID != src.UID {
 		return fmt.Errorf("dataSource: PV %s is not bound to source PVC %s/%s", pv.Name, src.Namespace, src.Name)
-	}
-	if c, ok := pv.Spec.Capacity[v1.ResourceStorage]; ok && size < c.Value() {
-		return slow(fmt.Errorf("dataSource: requested size %d is smaller than source PVC %s/%s (%d)", size, src.Namespace, src.Name, c.Value()))
 	}
 	if modeOf(src.Spec.VolumeMode) != modeOf(claim.Spec.VolumeMode) {
 		return slow(fmt.Errorf("dataSource: volume mode %s differs from source PVC %s/%s (%s)", modeOf(claim.Spec.VolumeMode), src.Namespace, src.Name, modeOf(src.Spec.VolumeMode)))
