@@ -104,6 +104,15 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
 		return nil
 	}
+	if selectedNode != "" {
+		gone, err := p.nodeGone(ctx, selectedNode)
+		if err != nil {
+			return err
+		}
+		if gone {
+			return p.rescheduleFromGoneNode(ctx, claim, selectedNode)
+		}
+	}
 	return p.provision(ctx, claim, class, volName, selectedNode)
 }
 
