@@ -15,6 +15,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -32,6 +33,9 @@ const (
 	Region = "us-east-1"
 	// ClusterID tags every volume the controller creates (ebs.csi.aws.com/cluster=true plus this ID).
 	ClusterID = "stowage-e2e"
+	// AgentNotReadyTaint is the startup taint upstream's install guide puts on nodes; the node plugin removes
+	// it once the kubelet has registered the driver, so no Pod that needs EBS lands before it can be served.
+	AgentNotReadyTaint = "ebs.csi.aws.com/agent-not-ready"
 
 	rbacNamespace = "kube-system"
 	stopGrace     = 10 * time.Second
@@ -256,7 +260,13 @@ func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) err
 	if n.Kubelet, err = kubeletsim.Start(ctx, kubeletsim.Config{
 		Client: s.Client, NodeName: spec.Name, Zone: spec.Zone, InstanceType: spec.InstanceType,
 		PluginSocket: sock, RootDir: filepath.Join(s.Dir, "kubelet", spec.Name),
+		Taints: []v1.Taint{{Key: AgentNotReadyTaint, Effect: v1.TaintEffectNoExecute}},
 	}); err != nil {
+		return err
+	}
+	// As in a cluster installed by upstream's guide, the node is ready for EBS Pods once its plugin has taken
+	// the startup taint off: waiting here makes every stack test check that it does.
+	if err := s.waitUntainted(ctx, spec.Name); err != nil {
 		return err
 	}
 	s.Nodes[spec.Name] = n
@@ -456,4 +466,18 @@ func (s *Stack) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitUntainted waits until the node plugin has removed AgentNotReadyTaint from node.
+func (s *Stack) waitUntainted(ctx context.Context, node string) error {
+	ctx, cancel := context.WithTimeout(ctx, StepTimeout)
+	defer cancel()
+	return poll(ctx, "node "+node+" without taint "+AgentNotReadyTaint, func(ctx context.Context) (bool, string, error) {
+		n, err := s.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == AgentNotReadyTaint })
+		return !tainted, fmt.Sprintf("taints %v", n.Spec.Taints), nil
+	})
 }

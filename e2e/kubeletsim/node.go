@@ -11,6 +11,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -46,6 +47,9 @@ type Config struct {
 	Zone, InstanceType string
 	// Labels are extra Node labels.
 	Labels map[string]string
+	// Taints are put on the Node when this creates it, as the kubelet's --register-with-taints does (e.g. a
+	// driver's startup taint that its node plugin removes once registered).
+	Taints []v1.Taint
 	// PluginSocket is the node plugin's CSI socket (a path, or unix:///path).
 	PluginSocket string
 	// RootDir is the kubelet's root directory (default /var/lib/kubelet); it is created if missing.

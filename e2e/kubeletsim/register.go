@@ -68,7 +68,8 @@ func (n *Node) register(ctx context.Context) error {
 			return err
 		}
 		node = &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.cfg.NodeName, Labels: nodeLabels,
-			Annotations: map[string]string{annotationControllerAD: "true", annotationNodeID: ids}}}
+			Annotations: map[string]string{annotationControllerAD: "true", annotationNodeID: ids}},
+			Spec: v1.NodeSpec{Taints: n.cfg.Taints}}
 		if node, err = n.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("kubeletsim: create node: %w", err)
 		}
