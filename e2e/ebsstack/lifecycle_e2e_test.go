@@ -30,7 +30,7 @@ func TestE2EEBSLifecycle(t *testing.T) {
 		run  func(context.Context) error
 	}{
 		{"provision", l.Provision},
-		{"move", l.Move},
+		{"move while node A's pre-stop hook waits", func(ctx context.Context) error { return withPreStopHook(ctx, s.Stack, l.NodeA, l.Move) }},
 		{"xfs and block", l.FilesystemsAndBlock},
 		{"snapshot and restore", l.SnapshotRestore},
 		{"delete", l.Delete},
