@@ -34,6 +34,9 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	}
 	logger := klog.FromContext(ctx).WithValues("pv", pv.Name)
 	ctx = klog.NewContext(ctx, logger)
+	if here, err := p.volumeOnThisNode(ctx, pv); err != nil || !here {
+		return err
+	}
 
 	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		if pv.DeletionTimestamp != nil {

@@ -34,7 +34,7 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 // volume left behind. It is level-triggered: the claim's persisted intent says where a previous run (this process
 // or one that crashed) stopped.
 func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
-	if claim == nil || !p.IsOurs(claim) {
+	if claim == nil || !p.IsOurs(claim) || p.claimOfOtherNode(claim) {
 		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))

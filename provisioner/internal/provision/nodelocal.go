@@ -1,0 +1,109 @@
+package provision
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Under --node-deployment every node runs a provisioner, each talking to its own node's driver: a volume may be
+// provisioned, cleaned up and deleted only by the provisioner of the node it lives on, or every node's instance
+// would call its own driver for every other node's volumes.
+
+// claimOfOtherNode reports, under --node-deployment, whether the claim is another node's business: selected for
+// another node, or carrying an intent without being selected for this one. A claim no node has taken yet is
+// not: it is a candidate for this node to take.
+func (p *Provisioner) claimOfOtherNode(claim *v1.PersistentVolumeClaim) bool {
+	if p.cfg.NodeName == "" {
+		return false
+	}
+	sel := claim.Annotations[annSelectedNode]
+	return sel != p.cfg.NodeName && (sel != "" || hasIntent(claim))
+}
+
+// volumeOnThisNode reports, under --node-deployment, whether the PV's required node affinity matches this
+// node. A PV without node affinity names no node, so no node's instance deletes it (upstream does the same).
+func (p *Provisioner) volumeOnThisNode(ctx context.Context, pv *v1.PersistentVolume) (bool, error) {
+	if p.cfg.NodeName == "" {
+		return true, nil
+	}
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return false, nil
+	}
+	node, err := p.thisNode(ctx)
+	if err != nil {
+		return false, err
+	}
+	return matchesNodeSelector(node, pv.Spec.NodeAffinity.Required), nil
+}
+
+// thisNode is the Node this provisioner runs on, from the cache when there is one (drivers with topology).
+func (p *Provisioner) thisNode(ctx context.Context) (*v1.Node, error) {
+	if p.nodes != nil {
+		if n, err := p.nodes.Get(p.cfg.NodeName); err == nil {
+			return n, nil
+		}
+	}
+	n, err := p.Kube.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get this node %s: %w", p.cfg.NodeName, err)
+	}
+	return n, nil
+}
+
+// matchesNodeSelector reports whether node satisfies sel as the scheduler reads a PV's required node affinity:
+// the terms are ORed, the requirements within a term ANDed, and an empty term matches nothing. Operators
+// other than the label set ones and metadata.name In/NotIn are not matched, so an unknown one never claims
+// another node's volume.
+func matchesNodeSelector(node *v1.Node, sel *v1.NodeSelector) bool {
+	for _, term := range sel.NodeSelectorTerms {
+		if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
+			continue
+		}
+		if matchesTerm(node, term) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchesTerm(node *v1.Node, term v1.NodeSelectorTerm) bool {
+	set := labels.Set(node.Labels)
+	for _, r := range term.MatchExpressions {
+		value, has := set[r.Key]
+		var ok bool
+		switch r.Operator {
+		case v1.NodeSelectorOpIn:
+			ok = has && slices.Contains(r.Values, value)
+		case v1.NodeSelectorOpNotIn:
+			ok = !has || !slices.Contains(r.Values, value)
+		case v1.NodeSelectorOpExists:
+			ok = has
+		case v1.NodeSelectorOpDoesNotExist:
+			ok = !has
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, r := range term.MatchFields {
+		if r.Key != "metadata.name" {
+			return false
+		}
+		var ok bool
+		switch r.Operator {
+		case v1.NodeSelectorOpIn:
+			ok = slices.Contains(r.Values, node.Name)
+		case v1.NodeSelectorOpNotIn:
+			ok = !slices.Contains(r.Values, node.Name)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
