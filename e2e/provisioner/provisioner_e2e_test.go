@@ -45,6 +45,7 @@ func TestE2EProvisioner(t *testing.T) {
 	t.Run("immediate claim is bound with topology in node affinity", func(t *testing.T) { testImmediateClaim(t, e) })
 	t.Run("WaitForFirstConsumer claim is provisioned in the selected node's zone, not before", func(t *testing.T) { testLateClaim(t, e) })
 	t.Run("clone of a bound claim", func(t *testing.T) { testClone(t, e) })
+	t.Run("claim naming a VolumeAttributesClass, read with get only", func(t *testing.T) { testAttributesClass(t, e) })
 	t.Run("deleted claims lose their PV and volume", func(t *testing.T) { testDeleteClaims(t, e) })
 	t.Run("bad StorageClass parameter: an Event naming it, no CreateVolume", func(t *testing.T) { testBadClass(t, e) })
 	t.Run("CSIStorageCapacity per zone for the WaitForFirstConsumer class", func(t *testing.T) { testCapacity(t, e) })
@@ -69,7 +70,14 @@ func startProvisionerTest(t *testing.T) *provisionerTest {
 	}
 	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
 	e := &provisionerTest{kube: adminClient(t, c), kubeconfig: serviceAccountKubeconfig(t, c), audit: audit, ns: "e2e-provisioner"}
-	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey})
+	// csimock's default capabilities plus MODIFY_VOLUME, which claims naming a VolumeAttributesClass need.
+	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
+		csi.ControllerServiceCapability_RPC_LIST_VOLUMES, csi.ControllerServiceCapability_RPC_LIST_VOLUMES_PUBLISHED_NODES,
+		csi.ControllerServiceCapability_RPC_GET_CAPACITY, csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
+		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME, csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
+		csi.ControllerServiceCapability_RPC_MODIFY_VOLUME,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +199,7 @@ func testClone(t *testing.T, e *provisionerTest) {
 }
 
 func testDeleteClaims(t *testing.T, e *provisionerTest) {
-	pvs := deleteClaimsWaitPVsGone(t, e.kube, e.ns, "clone", "immediate", "late", "late-sentinel")
+	pvs := deleteClaimsWaitPVsGone(t, e.kube, e.ns, "clone", "immediate", "late", "late-sentinel", "vac")
 	for _, pv := range pvs {
 		if n := countVolumes(e.drv, pv.Name); n != 0 {
 			t.Errorf("driver still holds volume %s", pv.Name)
@@ -389,5 +397,24 @@ func testWriteVerbs(t *testing.T, e *provisionerTest) {
 	// protected: far more than these few updates.
 	if claimUpdates < 10 {
 		t.Errorf("%d claim updates by csi-provisioner in the audit log, want at least 10: %q", claimUpdates, rig.Strings(writes))
+	}
+}
+
+// testAttributesClass provisions a claim that names a VolumeAttributesClass: deploy/rbac/csi-provisioner.yaml
+// grants get on them and no list or watch, as upstream, so this passes only if the provisioner reads the class
+// with a GET.
+func testAttributesClass(t *testing.T, e *provisionerTest) {
+	ctx := context.Background()
+	vac := &storagev1.VolumeAttributesClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: driverName, Parameters: map[string]string{"iops": "3000"},
+	}
+	if _, err := e.kube.StorageV1().VolumeAttributesClasses().Create(ctx, vac, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pvc := claim(e.ns, "vac", "immediate", "1Gi")
+	pvc.Spec.VolumeAttributesClassName = &vac.Name
+	pv := waitBound(t, e.kube, createClaim(t, e.kube, pvc))
+	if got := pv.Spec.VolumeAttributesClassName; got == nil || *got != vac.Name {
+		t.Errorf("PV volumeAttributesClassName %v, want %s", got, vac.Name)
 	}
 }

@@ -73,11 +73,6 @@ type Deps struct {
 	Nodes     corelisters.NodeLister
 	// Attachments guards deletion: no DeleteVolume while a VolumeAttachment names the PV.
 	Attachments storagelisters.VolumeAttachmentLister
-	// AttrClasses is never read: a non-nil value only means what Config.AttrClassesServed says.
-	//
-	// Transitional, to be removed: set Config.AttrClassesServed instead and start no VolumeAttributesClass
-	// informer, which needs list and watch, which upstream's RBAC does not grant.
-	AttrClasses storagelisters.VolumeAttributesClassLister
 	Recorder    record.EventRecorder
 	Metrics     *metrics.Metrics
 }
@@ -156,7 +151,7 @@ func (p *Provisioner) ForgetClaim(namespace, name string) {
 // New returns a Provisioner.
 func New(cfg Config, deps Deps) *Provisioner {
 	p := &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}}
-	if cfg.AttrClassesServed || deps.AttrClasses != nil {
+	if cfg.AttrClassesServed {
 		p.attrClasses = newAttrClassCache(deps.Kube.StorageV1().VolumeAttributesClasses().Get, attrClassTTL, time.Now)
 	}
 	return p
