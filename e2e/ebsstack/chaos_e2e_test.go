@@ -64,7 +64,7 @@ func TestE2EEBSChaos(t *testing.T) {
 	// The chaos goroutine draws its back-offs from a source of its own, so the plan and the work's draws
 	// do not depend on goroutine timing.
 	r := &chaosRun{seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), claimNode: map[string]string{}}
-	r.s = startTestStack(ctx, t, func() { r.beforeStop(t) })
+	r.s = startTestStack(ctx, t, Options{}, func() { r.beforeStop(t) })
 	r.chaos = NewChaos(r.s.Stack, rand.New(rand.NewPCG(seed, 2)), t.Logf)
 	endSupervision := r.supervise(ctx, t)
 	watch := startWatch(ctx, r.s.Stack)

@@ -17,7 +17,8 @@ import (
 func TestE2EEBSLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	s := startTestStack(ctx, t, nil)
+	// Every container runs with the args of upstream's own manifests: the drop-in contract.
+	s := startTestStack(ctx, t, Options{UpstreamArgs: true}, nil)
 
 	var out strings.Builder
 	report := NewReport(&out)

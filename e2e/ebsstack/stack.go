@@ -70,6 +70,11 @@ type Options struct {
 	// Without names sidecars not to start ("csi-provisioner", "csi-attacher"), so one built elsewhere can
 	// take their place; SidecarCommand prints how to run it.
 	Without []string
+	// UpstreamArgs runs every container with exactly the args (and env) of aws-ebs-csi-driver's own
+	// manifests, plus only what a process outside a Pod needs to reach the cluster and the emulator (a
+	// kubeconfig, the lease namespace, the sockets, the device link folder). Otherwise the sidecars retry
+	// faster than upstream's settings allow, which the chaos run needs to converge in minutes.
+	UpstreamArgs bool
 }
 
 // Sidecars are the binaries Options.Without can leave out.
@@ -102,7 +107,9 @@ type Stack struct {
 	Kubeconfigs map[string]string
 
 	removeDir bool
-	linkDir   string
+	// upstreamArgs is Options.UpstreamArgs.
+	upstreamArgs bool
+	linkDir      string
 	// mu guards procs, specs and the process fields above, which Restart replaces (restart.go).
 	mu    sync.Mutex
 	procs []*Process
@@ -137,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}}
+	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs}
 	if s.Dir == "" {
 		if s.Dir, err = os.MkdirTemp("", "stowage-ebs-"); err != nil {
 			return nil, err
@@ -221,16 +228,19 @@ func (s *Stack) startEC2(ctx context.Context, nodes []NodeSpec, timeScale float6
 func (s *Stack) startController(ctx context.Context, bins map[string]string, without map[string]bool) error {
 	s.ControllerSocket = filepath.Join(s.Dir, "sock", "controller.sock")
 	var err error
-	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], []string{
-		"controller", "--endpoint=unix://" + s.ControllerSocket, "--k8s-tag-cluster-id=" + ClusterID, "--v=4",
-	}, s.awsEnv("", true)); err != nil {
+	args := []string{"controller", "--endpoint=unix://" + s.ControllerSocket, "--k8s-tag-cluster-id=" + ClusterID, "--v=4"}
+	if s.upstreamArgs {
+		args = []string{"controller", "--endpoint=unix://" + s.ControllerSocket, "--batching=true", "--logging-format=text",
+			"--user-agent-extra=kustomize", "--v=2", "--k8s-tag-cluster-id=" + ClusterID}
+	}
+	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], args, s.awsEnv("", true)); err != nil {
 		return err
 	}
 	if err := waitProbe(ctx, s.ControllerSocket, s.Controller); err != nil {
 		return err
 	}
 	if !without["csi-provisioner"] {
-		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), baseEnv()); err != nil {
+		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), append(baseEnv(), "ENABLE_VAC_FALLBACK=true")); err != nil {
 			return err
 		}
 	}
@@ -248,10 +258,14 @@ func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) err
 	sock := filepath.Join(s.Dir, "sock", spec.Name+".sock")
 	n := &Node{Spec: spec}
 	var err error
-	if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, plugin, []string{
-		"node", "--endpoint=unix://" + sock, "--metadata-sources=imds", "--device-link-dir=" + s.linkDir,
-		"--kubeconfig=" + s.Kubeconfigs["ebs-csi-node-sa"], "--v=4",
-	}, append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name)); err != nil {
+	args := []string{"node", "--endpoint=unix://" + sock, "--v=4"}
+	if s.upstreamArgs {
+		args = []string{"node", "--endpoint=unix://" + sock,
+			"--csi-mount-point-prefix=/var/lib/kubelet/plugins/kubernetes.io/csi/ebs.csi.aws.com/", "--logging-format=text", "--v=2"}
+	}
+	args = append(args, "--metadata-sources=imds", "--device-link-dir="+s.linkDir, "--kubeconfig="+s.Kubeconfigs["ebs-csi-node-sa"])
+	if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, plugin, args,
+		append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name)); err != nil {
 		return err
 	}
 	if err := waitProbe(ctx, sock, n.Plugin); err != nil {
@@ -277,6 +291,10 @@ func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) err
 // SidecarArgs are the flags the stack runs a sidecar with: the controller's socket, the sidecar's own
 // ServiceAccount kubeconfig, leader election in kube-system, the EBS chart's settings and short retries.
 func (s *Stack) SidecarArgs(name string) []string {
+	if s.upstreamArgs {
+		return append([]string{"--kubeconfig=" + s.Kubeconfigs[name], "--leader-election-namespace=" + rbacNamespace},
+			upstreamSidecarArgs(name, "unix://"+s.ControllerSocket)...)
+	}
 	args := []string{
 		"--csi-address=unix://" + s.ControllerSocket, "--kubeconfig=" + s.Kubeconfigs[name],
 		"--leader-election", "--leader-election-namespace=" + rbacNamespace, "--timeout=60s",
@@ -480,4 +498,20 @@ func (s *Stack) waitUntainted(ctx context.Context, node string) error {
 		tainted := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == AgentNotReadyTaint })
 		return !tainted, fmt.Sprintf("taints %v", n.Spec.Taints), nil
 	})
+}
+
+// upstreamSidecarArgs are the args aws-ebs-csi-driver's kustomize base and Helm chart pass each sidecar of its
+// controller Deployment (v1.64), with $(ADDRESS) as address.
+func upstreamSidecarArgs(name, address string) []string {
+	switch name {
+	case "csi-provisioner":
+		return []string{"--timeout=60s", "--csi-address=" + address, "--v=2", "--feature-gates=Topology=true",
+			"--extra-create-metadata", "--leader-election=true", "--default-fstype=ext4", "--kube-api-qps=20",
+			"--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=30m"}
+	case "csi-attacher":
+		return []string{"--timeout=6m", "--csi-address=" + address, "--v=2", "--leader-election=true",
+			"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=5m",
+			"--feature-gates=MutableCSINodeAllocatableCount=true"}
+	}
+	return nil
 }

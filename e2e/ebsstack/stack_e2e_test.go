@@ -23,12 +23,14 @@ type testStack struct {
 	stop func()
 }
 
-// startTestStack starts the stack with the default nodes. beforeStop (may be nil) runs right before the
+// startTestStack starts the stack with the default nodes and opts (its time scale, folder and progress are the
+// test's). beforeStop (may be nil) runs right before the
 // stack stops, to log or copy what a failed run needs; the stack's log tails are logged when the test failed.
-func startTestStack(ctx context.Context, t *testing.T, beforeStop func()) *testStack {
+func startTestStack(ctx context.Context, t *testing.T, opts Options, beforeStop func()) *testStack {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := Start(ctx, Options{TimeScale: testTimeScale, Dir: dir, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
+	opts.TimeScale, opts.Dir, opts.Progress = testTimeScale, dir, func(f string, a ...any) { t.Logf(f, a...) }
+	s, err := Start(ctx, opts)
 	if err != nil {
 		t.Fatalf("start stack: %v", err)
 	}
