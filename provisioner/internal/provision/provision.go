@@ -104,7 +104,9 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
 		return nil
 	}
-	if selectedNode != "" {
+	// Under --node-deployment the selected node is this one, which exists while it runs: a missed cache entry
+	// must not hand the claim (and an intent, which only this node would finish) back to the scheduler.
+	if selectedNode != "" && p.cfg.NodeName == "" {
 		gone, err := p.nodeGone(ctx, selectedNode)
 		if err != nil {
 			return err

@@ -20,13 +20,16 @@ func TestSelectedNodeGone(t *testing.T) {
 		intent     bool
 		nodeCached bool // the Node is in the lister
 		nodeInAPI  bool // the Node is in the API server only (created after the cache's last event)
-		wantAct    []string
-		wantGone   bool
+		// nodeDeployment runs the provisioner as n1's (--node-deployment), the node the claim selected.
+		nodeDeployment bool
+		wantAct        []string
+		wantGone       bool
 	}{
 		{name: "node deleted: selected-node dropped", wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
 		{name: "node deleted, intent recorded: selected-node dropped, intent kept", intent: true, wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
 		{name: "node in the cache: provisioned", nodeCached: true, wantAct: []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
 		{name: "node not cached yet but in the API: provisioned", nodeInAPI: true, wantAct: []string{"get nodes", "update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
+		{name: "node deployment: its own node is not checked", nodeDeployment: true, wantAct: []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			class := testutil.Class("late", nil, testutil.WaitForFirstConsumer)
@@ -38,7 +41,11 @@ func TestSelectedNodeGone(t *testing.T) {
 			if tc.nodeCached {
 				objs = append(objs, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
 			}
-			h := newHarness(t, defaultConfig(), objs...)
+			cfg := defaultConfig()
+			if tc.nodeDeployment {
+				cfg.NodeName = "n1"
+			}
+			h := newHarness(t, cfg, objs...)
 			if tc.nodeInAPI {
 				if _, err := h.kube.CoreV1().Nodes().Create(context.Background(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)
