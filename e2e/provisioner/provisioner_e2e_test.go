@@ -60,9 +60,9 @@ func TestE2EProvisioner(t *testing.T) {
 	})
 }
 
-// startProvisionerTest starts the control plane, the mock driver and csi-provisioner, and creates the nodes,
-// StorageClasses and namespace the subtests use.
-func startProvisionerTest(t *testing.T) *provisionerTest {
+// setUpProvisionerTest starts the control plane and the mock driver, and creates the nodes, StorageClasses
+// and namespace the subtests use.
+func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	ctx := context.Background()
 	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes")
 	if err != nil {
@@ -108,6 +108,12 @@ func startProvisionerTest(t *testing.T) *provisionerTest {
 	}
 	createNamespace(t, ctx, e.kube, e.ns)
 	grantCapacity(t, ctx, e.kube)
+	return e
+}
+
+// startProvisionerTest sets up as setUpProvisionerTest does and starts csi-provisioner.
+func startProvisionerTest(t *testing.T) *provisionerTest {
+	e := setUpProvisionerTest(t)
 	// One worker: claims are handled one at a time in the order they were queued, so a sentinel claim
 	// provisioned after the one under test shows the provisioner has done all it would do for the latter.
 	e.prov = startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--worker-threads=1",

@@ -134,6 +134,12 @@ type process struct {
 // It is killed when t ends; its log is printed if t failed.
 func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string) *process {
 	t.Helper()
+	return startProvisionerAt(t, provisionerBinary(t), kubeconfig, endpoint, extra...)
+}
+
+// startProvisionerAt runs the csi-provisioner at path (Stowage's or upstream's) as startProvisioner does.
+func startProvisionerAt(t testing.TB, path, kubeconfig, endpoint string, extra ...string) *process {
+	t.Helper()
 	addr := rig.FreeAddr(t)
 	args := append([]string{
 		"--kubeconfig=" + kubeconfig,
@@ -145,7 +151,7 @@ func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string
 		"-v=2",
 	}, extra...)
 	proc, err := rig.Start(rig.Spec{
-		Name: "csi-provisioner", Path: provisionerBinary(t), Args: args, LogDir: t.TempDir(),
+		Name: "csi-provisioner", Path: path, Args: args, LogDir: t.TempDir(),
 		// NAMESPACE is what a pod spec passes down for --enable-capacity.
 		Env: append(os.Environ(), "NAMESPACE="+namespace),
 	})
