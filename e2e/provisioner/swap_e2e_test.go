@@ -44,3 +44,49 @@ func testProvisionerSwap(t *testing.T, e *provisionerTest, name, first, second s
 		t.Errorf("driver still holds %d volumes named %s after the claim and PV were deleted", n, pv.Name)
 	}
 }
+
+// TestE2EProvisionerSwapMidCreate swaps the provisioner while CreateVolume is in flight: upstream's is killed
+// with the call blocked in the driver, Stowage's takes over, provisions the claim with the volume upstream
+// asked for, and deletes it.
+func TestE2EProvisionerSwapMidCreate(t *testing.T) {
+	e := setUpProvisionerTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := provisionerBinary(t)
+	// Only this direction: a claim Stowage was provisioning keeps Stowage's intent finalizer
+	// (provisioner.stowage-csi.io/volume-being-created), which upstream does not know, so after a rollback in
+	// that moment the claim's deletion waits for it (provisioner/README.md says how to clear it). Moving the
+	// intent off the claim is the leak-safety redesign of the sidecar-speed issue.
+	t.Run("UpstreamKilledStowageFinishes", func(t *testing.T) { testSwapMidCreate(t, e, "mid-up", upstream, ours) })
+}
+
+func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second string) {
+	release := make(chan struct{})
+	blocked := blockCreate(t, e.drv, name, release)
+	old := startProvisionerAt(t, first, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	pvc := createClaim(t, e.kube, claim(e.ns, name, "immediate", "1Gi"))
+	var volName string
+	select {
+	case volName = <-blocked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("CreateVolume never reached the driver")
+	}
+	old.kill()
+	close(release)
+	e.drv.SetBeforeCall(nil)
+
+	startProvisionerAt(t, second, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	pv := waitBound(t, e.kube, pvc)
+	if pv.Name != volName {
+		t.Errorf("claim bound to %s, want the volume the first provisioner asked for, %s", pv.Name, volName)
+	}
+	deleteClaimsWaitPVsGone(t, e.kube, e.ns, name)
+	waitClaimGone(t, e.kube, pvc, 90*time.Second)
+	if n := countVolumes(e.drv, volName); n != 0 {
+		t.Errorf("driver still holds %d volumes named %s", n, volName)
+	}
+}
