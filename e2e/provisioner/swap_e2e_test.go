@@ -17,13 +17,7 @@ import (
 // volume, and nothing is left in the driver.
 func TestE2EProvisionerSwapWithUpstream(t *testing.T) {
 	e := setUpProvisionerTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := provisionerBinary(t)
+	upstream, ours := peerBinaries(t)
 	t.Run("UpstreamProvisionsStowageDeletes", func(t *testing.T) { testProvisionerSwap(t, e, "up-to-stowage", upstream, ours) })
 	t.Run("StowageProvisionsUpstreamDeletes", func(t *testing.T) { testProvisionerSwap(t, e, "stowage-to-up", ours, upstream) })
 }
@@ -50,13 +44,7 @@ func testProvisionerSwap(t *testing.T, e *provisionerTest, name, first, second s
 // asked for, and deletes it.
 func TestE2EProvisionerSwapMidCreate(t *testing.T) {
 	e := setUpProvisionerTest(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := provisionerBinary(t)
+	upstream, ours := peerBinaries(t)
 	// Only this direction: a claim Stowage was provisioning keeps Stowage's intent finalizer
 	// (provisioner.stowage-csi.io/volume-being-created), which upstream does not know, so after a rollback in
 	// that moment the claim's deletion waits for it (provisioner/README.md says how to clear it). Moving the
@@ -89,4 +77,16 @@ func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second str
 	if n := countVolumes(e.drv, volName); n != 0 {
 		t.Errorf("driver still holds %d volumes named %s", n, volName)
 	}
+}
+
+// peerBinaries returns upstream's csi-provisioner (built once per pinned version into the cache) and ours.
+func peerBinaries(t *testing.T) (upstream, ours string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return upstream, provisionerBinary(t)
 }
