@@ -254,10 +254,7 @@ func (d *Driver) applyContentSource(ctx context.Context, src *csi.VolumeContentS
 }
 
 func (d *Driver) csiVolume(disk *cloud.Disk, vp *params.Volume, src *csi.VolumeContentSource) *csi.Volume {
-	vctx := vp.Format.Context()
-	if len(vctx) == 0 {
-		vctx = nil
-	}
+	vctx := vp.Context()
 	seg := map[string]string{ZoneTopologyKey: disk.AvailabilityZone, WellKnownZoneTopologyKey: disk.AvailabilityZone}
 	return &csi.Volume{
 		VolumeId:           disk.VolumeID,

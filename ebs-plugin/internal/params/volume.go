@@ -174,6 +174,24 @@ func (f *FormatOptions) set(keys map[string]string, fsType string, block bool) e
 	return nil
 }
 
+// ContextBlockAttachUntilInitialized is the volume context key, upstream's lowercased parameter key, that tells
+// ControllerPublishVolume to wait for a restored volume's initialization to complete before attaching it. It
+// is set, to "true", only when the StorageClass enables blockAttachUntilInitialized.
+const ContextBlockAttachUntilInitialized = KeyBlockAttachUntilInitialized
+
+// Context returns the volume context of a volume created with these parameters: the format options for the
+// node, and blockAttachUntilInitialized for ControllerPublishVolume. It is nil when there is nothing to pass.
+func (v *Volume) Context() map[string]string {
+	ctx := v.Format.Context()
+	if v.BlockAttachUntilInitialized {
+		ctx[ContextBlockAttachUntilInitialized] = "true"
+	}
+	if len(ctx) == 0 {
+		return nil
+	}
+	return ctx
+}
+
 // Context returns the volume context entries the node needs to format the volume.
 func (f FormatOptions) Context() map[string]string {
 	ctx := map[string]string{}

@@ -1,0 +1,75 @@
+package driver
+
+import (
+	"context"
+	"maps"
+	"testing"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+)
+
+// TestCreateVolumeBlockAttachUntilInitialized: the StorageClass parameter reaches the volume context under
+// upstream's lowercased key, only when true, so ControllerPublishVolume (of either driver) waits for
+// initialization; an unparsable value is InvalidArgument naming the parameter.
+func TestCreateVolumeBlockAttachUntilInitialized(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    map[string]string
+		caps      []*csi.VolumeCapability
+		wantCtx   map[string]string
+		wantCode  codes.Code
+		wantInMsg []string
+	}{
+		{name: "unset: no context", params: nil, wantCtx: nil},
+		{name: "true", params: map[string]string{"blockAttachUntilInitialized": "true"},
+			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
+		{name: "key is case-insensitive, value normalised", params: map[string]string{"BLOCKATTACHUNTILINITIALIZED": "True"},
+			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
+		{name: "false: no context", params: map[string]string{"blockAttachUntilInitialized": "false"}, wantCtx: nil},
+		{name: "with format options", params: map[string]string{"blockAttachUntilInitialized": "1", "blockSize": "4096"},
+			wantCtx: map[string]string{"blockattachuntilinitialized": "true", "blocksize": "4096"}},
+		{name: "block volume", params: map[string]string{"blockAttachUntilInitialized": "true"},
+			caps:    []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)},
+			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
+		{name: "invalid value", params: map[string]string{"blockAttachUntilInitialized": "yes-please"},
+			wantCode: codes.InvalidArgument, wantInMsg: []string{"blockAttachUntilInitialized", "yes-please"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, fc, _ := newTestDriver(t, Options{})
+			caps := tc.caps
+			if caps == nil {
+				caps = []*csi.VolumeCapability{mountCap("ext4")}
+			}
+			resp, err := d.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "pvc-bau", VolumeCapabilities: caps, Parameters: tc.params})
+			if tc.wantCode != codes.OK {
+				wantCode(t, err, tc.wantCode, tc.wantInMsg...)
+				if n := fc.CallCount("CreateDisk"); n != 0 {
+					t.Errorf("CreateVolume reached the cloud %d times", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := resp.GetVolume()
+			if got := v.GetVolumeContext(); !maps.Equal(got, tc.wantCtx) {
+				t.Errorf("volume context = %v, want %v", got, tc.wantCtx)
+			}
+			// The context as created is what the attacher hands ControllerPublishVolume.
+			if _, err := d.ControllerPublishVolume(context.Background(), &csi.ControllerPublishVolumeRequest{
+				VolumeId: v.GetVolumeId(), NodeId: testNode, VolumeCapability: caps[0], VolumeContext: v.GetVolumeContext(),
+			}); err != nil {
+				t.Fatal(err)
+			}
+			wantWaits := 0
+			if tc.wantCtx["blockattachuntilinitialized"] == "true" {
+				wantWaits = 1
+			}
+			if n := fc.CallCount("WaitInitialized"); n != wantWaits {
+				t.Errorf("WaitInitialized ran %d times, want %d", n, wantWaits)
+			}
+		})
+	}
+}
