@@ -104,6 +104,8 @@ type Cloud struct {
 	maxIOPSCache map[string]maxEntry // type/zone/outpost -> discovered maximum
 	zones        []string
 	zonesExpiry  time.Time
+	// reachableUntil is when the last successful CheckReachable stops counting.
+	reachableUntil time.Time
 }
 
 type bump struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -25,8 +27,22 @@ func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabiliti
 	}}, nil
 }
 
-// Probe implements csi.IdentityServer. It is cheap on purpose: the liveness probe calls it often, and EC2
-// being slow must not get the plugin restarted.
-func (d *Driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+// reachabilityChecker is implemented by a Cloud that can check EC2 is reachable and the caller authorized
+// (cloud.Cloud.CheckReachable: a DryRun DescribeAvailabilityZones, cached for hours on success).
+type reachabilityChecker interface {
+	CheckReachable(ctx context.Context) error
+}
+
+// Probe implements csi.IdentityServer. In controller and all modes it checks, as upstream does, that EC2 is
+// reachable and authorizes the driver (a DryRun call whose success is cached for hours, so the liveness
+// probe stays cheap); a failure is returned as Unavailable. Node mode never calls EC2 here.
+func (d *Driver) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	if d.controllerEnabled() {
+		if rc, ok := d.cloud.(reachabilityChecker); ok {
+			if err := rc.CheckReachable(ctx); err != nil {
+				return nil, status.Errorf(codes.Unavailable, "EC2 reachability check failed: %v", err)
+			}
+		}
+	}
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }
