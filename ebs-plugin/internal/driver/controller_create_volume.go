@@ -35,18 +35,21 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	vp, err := params.ParseVolume(req.GetParameters(), block)
+	// Format options are checked against the filesystem each mount capability names, as upstream does: the
+	// provisioner moves the StorageClass's csi.storage.k8s.io/fstype there, and it is what the node formats.
+	var fsTypes []string
+	for _, c := range req.GetVolumeCapabilities() {
+		if fs := c.GetMount().GetFsType(); fs != "" && !block {
+			fsTypes = append(fsTypes, fs)
+		}
+	}
+	vp, err := params.ParseVolumeFor(req.GetParameters(), block, fsTypes)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
 	}
 	logger := klog.FromContext(ctx).WithValues("name", name)
 	for _, w := range vp.Warnings {
 		logger.Info("StorageClass parameter warning", "warning", w)
-	}
-	for _, c := range req.GetVolumeCapabilities() {
-		if fs := c.GetMount().GetFsType(); fs != "" && !block {
-			vp.FsType = fs
-		}
 	}
 	if len(req.GetMutableParameters()) > 0 {
 		mp, err := params.ParseModify(req.GetMutableParameters(), true)

@@ -73,3 +73,55 @@ func TestCreateVolumeBlockAttachUntilInitialized(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateVolumeFormatOptionsPerFsType: format options are checked against the fsType of every mount
+// capability of the request (where the provisioner puts the StorageClass's fstype), not the class parameter.
+func TestCreateVolumeFormatOptionsPerFsType(t *testing.T) {
+	tests := []struct {
+		name      string
+		params    map[string]string
+		caps      []*csi.VolumeCapability
+		wantCtx   map[string]string
+		wantInMsg []string // set: InvalidArgument naming these
+	}{
+		{name: "inodeSize on xfs", params: map[string]string{"inodeSize": "512"}, caps: []*csi.VolumeCapability{mountCap("xfs")},
+			wantCtx: map[string]string{"inodesize": "512"}},
+		{name: "bytesPerInode on xfs", params: map[string]string{"bytesPerInode": "8192"}, caps: []*csi.VolumeCapability{mountCap("xfs")},
+			wantInMsg: []string{"bytesPerInode", `"xfs"`}},
+		{name: "numberOfInodes on xfs", params: map[string]string{"numberOfInodes": "100"}, caps: []*csi.VolumeCapability{mountCap("xfs")},
+			wantInMsg: []string{"numberOfInodes", `"xfs"`}},
+		{name: "ext4BigAlloc on ext3", params: map[string]string{"ext4BigAlloc": "true"}, caps: []*csi.VolumeCapability{mountCap("ext3")},
+			wantInMsg: []string{"ext4BigAlloc", `"ext3"`}},
+		{name: "ext4ClusterSize on xfs", params: map[string]string{"ext4BigAlloc": "true", "ext4ClusterSize": "16384"}, caps: []*csi.VolumeCapability{mountCap("xfs")},
+			wantInMsg: []string{"ext4BigAlloc", `"xfs"`}},
+		{name: "bigalloc on ext4", params: map[string]string{"ext4BigAlloc": "true", "ext4ClusterSize": "16384"}, caps: []*csi.VolumeCapability{mountCap("ext4")},
+			wantCtx: map[string]string{"ext4bigalloc": "true", "ext4clustersize": "16384"}},
+		{name: "capability fsType wins over the class's", params: map[string]string{"csi.storage.k8s.io/fstype": "xfs", "bytesPerInode": "8192"},
+			caps: []*csi.VolumeCapability{mountCap("ext4")}, wantCtx: map[string]string{"bytesperinode": "8192"}},
+		{name: "class ext4, capability xfs", params: map[string]string{"csi.storage.k8s.io/fstype": "ext4", "bytesPerInode": "8192"},
+			caps: []*csi.VolumeCapability{mountCap("xfs")}, wantInMsg: []string{"bytesPerInode", `"xfs"`}},
+		{name: "every capability checked", params: map[string]string{"numberOfInodes": "100"},
+			caps: []*csi.VolumeCapability{mountCap("ext4"), mountCap("xfs")}, wantInMsg: []string{"numberOfInodes", `"xfs"`}},
+		{name: "blockSize on block", params: map[string]string{"blockSize": "4096"},
+			caps: []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)}, wantInMsg: []string{"blockSize", "block"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, fc, _ := newTestDriver(t, Options{})
+			resp, err := d.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "pvc-fmt", VolumeCapabilities: tc.caps, Parameters: tc.params})
+			if tc.wantInMsg != nil {
+				wantCode(t, err, codes.InvalidArgument, tc.wantInMsg...)
+				if n := fc.CallCount("CreateDisk"); n != 0 {
+					t.Errorf("CreateDisk ran %d times", n)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := resp.GetVolume().GetVolumeContext(); !maps.Equal(got, tc.wantCtx) {
+				t.Errorf("volume context = %v, want %v", got, tc.wantCtx)
+			}
+		})
+	}
+}

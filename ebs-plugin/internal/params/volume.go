@@ -54,8 +54,18 @@ var FileSystems = map[string]map[string]bool{
 var alnum = regexp.MustCompile(`^[a-zA-Z0-9]+$`)
 
 // ParseVolume validates CreateVolume parameters. block is true for raw block volumes, which refuse format
-// options. Nothing is created by the caller when this returns an error.
+// options. Format options are checked against the StorageClass's fsType (default ext4). Nothing is created by
+// the caller when this returns an error.
 func ParseVolume(raw map[string]string, block bool) (*Volume, error) {
+	return ParseVolumeFor(raw, block, nil)
+}
+
+// ParseVolumeFor is ParseVolume for a CreateVolume request whose mount capabilities name fsTypes (empty
+// names left out). As upstream, format options are checked against the fsType of every capability, so an
+// option the filesystem the node will make cannot take (bytesPerInode on xfs, ext4BigAlloc on ext3) is
+// refused before anything is created, the error naming the option and the fsType; the first fsType becomes
+// Volume.FsType. With no fsTypes the StorageClass's fsType (default ext4) is used, as in ParseVolume.
+func ParseVolumeFor(raw map[string]string, block bool, fsTypes []string) (*Volume, error) {
 	v := &Volume{VolumeType: DefaultVolumeType}
 	var tagKeys []string
 	formatKeys := map[string]string{}
@@ -138,7 +148,12 @@ func ParseVolume(raw map[string]string, block bool) (*Volume, error) {
 	if (v.VolumeType == VolumeTypeIO1 || v.VolumeType == VolumeTypeIO2) && v.IOPS == 0 && v.IOPSPerGB == 0 {
 		return nil, invalid(KeyVolumeType, v.VolumeType, "io1 and io2 volumes need iops or iopsPerGB")
 	}
-	if err := v.Format.set(formatKeys, v.FsType, block); err != nil {
+	if len(fsTypes) > 0 {
+		v.FsType = fsTypes[0]
+	} else {
+		fsTypes = []string{v.FsType}
+	}
+	if err := v.Format.set(formatKeys, fsTypes, block); err != nil {
 		return nil, err
 	}
 	sort.Strings(tagKeys)
@@ -148,17 +163,35 @@ func ParseVolume(raw map[string]string, block bool) (*Volume, error) {
 	return v, nil
 }
 
-func (f *FormatOptions) set(keys map[string]string, fsType string, block bool) error {
+// formatParams lists the format options in a fixed order (so errors are deterministic) with the names users
+// write them by.
+var formatParams = []struct{ key, name string }{
+	{KeyBlockSize, "blockSize"},
+	{KeyInodeSize, "inodeSize"},
+	{KeyBytesPerInode, "bytesPerInode"},
+	{KeyNumberOfInodes, "numberOfInodes"},
+	{KeyExt4BigAlloc, "ext4BigAlloc"},
+	{KeyExt4ClusterSize, "ext4ClusterSize"},
+	{KeyExt4EncryptionSupport, "ext4EncryptionSupport"},
+}
+
+// set validates keys (format options by lowercased key) against every one of fsTypes and stores them.
+func (f *FormatOptions) set(keys map[string]string, fsTypes []string, block bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	allowed := FileSystems[fsType]
-	for k, val := range keys {
-		if block {
-			return invalid(k, val, "format options are not valid for block volumes")
+	for _, p := range formatParams {
+		val, ok := keys[p.key]
+		if !ok {
+			continue
 		}
-		if !allowed[k] {
-			return invalid(k, val, "not supported for filesystem %q", fsType)
+		if block {
+			return invalid(p.name, val, "format options are not valid for block volumes")
+		}
+		for _, fsType := range fsTypes {
+			if !FileSystems[fsType][p.key] {
+				return invalid(p.name, val, "not supported for filesystem %q", fsType)
+			}
 		}
 	}
 	f.BlockSize = keys[KeyBlockSize]
@@ -169,7 +202,7 @@ func (f *FormatOptions) set(keys map[string]string, fsType string, block bool) e
 	f.Ext4ClusterSize = keys[KeyExt4ClusterSize]
 	f.Ext4EncryptionSupport = keys[KeyExt4EncryptionSupport] == "true"
 	if f.Ext4ClusterSize != "" && !f.Ext4BigAlloc {
-		return invalid(KeyExt4ClusterSize, f.Ext4ClusterSize, "needs ext4BigAlloc=true")
+		return invalid("ext4ClusterSize", f.Ext4ClusterSize, "needs ext4BigAlloc=true")
 	}
 	return nil
 }
@@ -241,7 +274,7 @@ func FormatFromContext(vc map[string]string, fsType string) (FormatOptions, erro
 	if _, ok := FileSystems[fsType]; !ok {
 		return f, invalid(KeyFsType, fsType, "unsupported filesystem; want one of ext2, ext3, ext4, xfs")
 	}
-	return f, f.set(keys, fsType, false)
+	return f, f.set(keys, []string{fsType}, false)
 }
 
 func positiveInt32(key, value string) (int32, error) {
