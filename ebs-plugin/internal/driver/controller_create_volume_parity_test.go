@@ -125,3 +125,20 @@ func TestCreateVolumeFormatOptionsPerFsType(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateVolumePartitionIsNotAClassParameter: upstream reads the "partition" volume attribute only in
+// NodeStageVolume (statically provisioned PVs); it is no StorageClass parameter, so CreateVolume refuses it
+// like any unknown key and never puts one in the volume context.
+func TestCreateVolumePartitionIsNotAClassParameter(t *testing.T) {
+	for _, key := range []string{"partition", "Partition"} {
+		t.Run(key, func(t *testing.T) {
+			d, fc, _ := newTestDriver(t, Options{})
+			_, err := d.CreateVolume(context.Background(), &csi.CreateVolumeRequest{Name: "pvc-part",
+				VolumeCapabilities: []*csi.VolumeCapability{mountCap("ext4")}, Parameters: map[string]string{key: "1"}})
+			wantCode(t, err, codes.InvalidArgument, key, "unknown parameter")
+			if n := fc.CallCount("CreateDisk"); n != 0 {
+				t.Errorf("CreateDisk ran %d times", n)
+			}
+		})
+	}
+}
