@@ -163,6 +163,9 @@ func (d *Driver) ControllerModifyVolume(ctx context.Context, req *csi.Controller
 	if !validVolumeID(id) {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
+	if err := d.checkMergedModify(ctx, id, mp); err != nil {
+		return nil, err
+	}
 	r := modifyRequest{volumeType: mp.VolumeType, iops: mp.IOPS, iopsPerGB: mp.IOPSPerGB, throughput: mp.Throughput,
 		tagsAdd: tags, tagsDelete: mp.TagDeletions}
 	if len(r.tagsAdd) == 0 {
