@@ -157,9 +157,7 @@ func (d *Driver) ControllerModifyVolume(ctx context.Context, req *csi.Controller
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "mutable_parameters: %v", err)
 	}
-	if mp.AllowIOPSIncreaseOnModify {
-		tags[params.TagAllowIOPSIncrease] = "true"
-	}
+	tagsDelete := append(mp.TagDeletions, iopsPerGBTags(mp, tags)...)
 	if !validVolumeID(id) {
 		return nil, status.Errorf(codes.NotFound, "volume %q does not exist", id)
 	}
@@ -167,7 +165,7 @@ func (d *Driver) ControllerModifyVolume(ctx context.Context, req *csi.Controller
 		return nil, err
 	}
 	r := modifyRequest{volumeType: mp.VolumeType, iops: mp.IOPS, iopsPerGB: mp.IOPSPerGB, throughput: mp.Throughput,
-		tagsAdd: tags, tagsDelete: mp.TagDeletions}
+		tagsAdd: tags, tagsDelete: tagsDelete}
 	if len(r.tagsAdd) == 0 {
 		r.tagsAdd = nil
 	}

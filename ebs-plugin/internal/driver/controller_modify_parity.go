@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -28,4 +29,28 @@ func (d *Driver) checkMergedModify(ctx context.Context, volumeID string, mp *par
 			volumeID, disk.VolumeType, disk.CapacityGiB, disk.IOPS, err)
 	}
 	return nil
+}
+
+// iopsPerGBTags records a class's iopsPerGB and allowAutoIOPSIncreaseOnModify in the volume's tags, where a
+// later expansion reads them to scale IOPS with size (as StorageClass values are recorded at create):
+// iopsPerGB sets ebs.csi.aws.com/IOPSPerGb, allowAutoIOPSIncreaseOnModify=true sets
+// ebs.csi.aws.com/AllowAutoIOPSIncreaseOnModify=true, and =false clears the scaling: it deletes that tag and,
+// unless the same class sets a new iopsPerGB, the IOPSPerGb tag too. It adds to tags and returns the keys to
+// delete.
+func iopsPerGBTags(mp *params.Modify, tags map[string]string) []string {
+	if mp.IOPSPerGB > 0 {
+		tags[params.TagIOPSPerGB] = strconv.Itoa(int(mp.IOPSPerGB))
+	}
+	if !mp.AllowIOPSIncreaseOnModifySet {
+		return nil
+	}
+	if mp.AllowIOPSIncreaseOnModify {
+		tags[params.TagAllowIOPSIncrease] = "true"
+		return nil
+	}
+	del := []string{params.TagAllowIOPSIncrease}
+	if mp.IOPSPerGB == 0 {
+		del = append(del, params.TagIOPSPerGB)
+	}
+	return del
 }

@@ -13,12 +13,14 @@ type Modify struct {
 	IOPSPerGB                 int32
 	Throughput                int32
 	AllowIOPSIncreaseOnModify bool
-	TagSpecs                  []string
-	TagDeletions              []string
-	PVCName                   string
-	PVCNamespace              string
-	PVName                    string
-	Warnings                  []string
+	// AllowIOPSIncreaseOnModifySet tells an explicit allowAutoIOPSIncreaseOnModify=false from an absent key.
+	AllowIOPSIncreaseOnModifySet bool
+	TagSpecs                     []string
+	TagDeletions                 []string
+	PVCName                      string
+	PVCNamespace                 string
+	PVName                       string
+	Warnings                     []string
 }
 
 // ParseModify validates ControllerModifyVolume parameters. Keys match exactly, as upstream does: a
@@ -66,6 +68,7 @@ func ParseModify(raw map[string]string, createTime bool) (*Modify, error) {
 				return nil, invalid(key, value, "not a mutable parameter")
 			}
 			m.AllowIOPSIncreaseOnModify, err = parseBool(key, value)
+			m.AllowIOPSIncreaseOnModifySet = true
 		case KeyPVCName:
 			m.PVCName = value
 		case KeyPVCNamespace:
