@@ -41,17 +41,32 @@ func (c *Cloud) AttachDisk(ctx context.Context, volumeID, instanceID string) (st
 			VolumeId:   aws.String(volumeID),
 		}, c.retryers.option("AttachVolume"))
 		if err != nil {
-			return "", c.attachError(ctx, volumeID, instanceID, dev.Name, err)
+			// EC2 refused the attachment, so nothing holds the name: the deferred Release frees it.
+			if err := c.attachError(ctx, volumeID, instanceID, dev.Name, err); err != nil {
+				return "", err
+			}
+			// IncorrectState, and the attachment already in progress finished under this name.
+			return dev.Name, nil
 		}
 		logger.V(4).Info("AttachVolume accepted", "device", dev.Name)
 	}
 	if err := c.waitAttached(ctx, volumeID, instanceID, dev.Name); err != nil {
-		// The attachment may still complete; keep the name away from other volumes for a while.
-		taint = true
+		// The attachment may still complete; keep the name away from other volumes for a while. Not when
+		// the wait ended because the re-issued AttachVolume was refused: the volume showed no attachment
+		// here and EC2 would not make one, so the name is free.
+		var refused *attachRefusedError
+		taint = !errors.As(err, &refused)
 		return "", err
 	}
 	return dev.Name, nil
 }
+
+// attachRefusedError is a re-issued AttachVolume that EC2 refused while the volume showed no attachment to
+// the instance: no attachment holds the device name.
+type attachRefusedError struct{ err error }
+
+func (e *attachRefusedError) Error() string { return e.err.Error() }
+func (e *attachRefusedError) Unwrap() error { return e.err }
 
 func (c *Cloud) attachError(ctx context.Context, volumeID, instanceID, device string, err error) error {
 	switch {
@@ -98,7 +113,7 @@ func (c *Cloud) waitAttached(ctx context.Context, volumeID, instanceID, device s
 			_, err := c.ec2.AttachVolume(ctx, &ec2.AttachVolumeInput{Device: aws.String(device),
 				InstanceId: aws.String(instanceID), VolumeId: aws.String(volumeID)}, c.retryers.option("AttachVolume"))
 			if err != nil && !isCode(err, "IncorrectState") {
-				return false, c.attachError(ctx, volumeID, instanceID, device, err)
+				return false, &attachRefusedError{err: c.attachError(ctx, volumeID, instanceID, device, err)}
 			}
 			return false, nil
 		}
