@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -17,10 +16,6 @@ var (
 	ErrLimitExceeded       = errors.New("limit exceeded")
 	ErrVolumeInUse         = errors.New("volume in use")
 	ErrModificationPending = errors.New("volume modification in progress")
-	// ErrInvalidToken is a ListSnapshots starting token EC2 refused; it is an ErrInvalidArgument.
-	ErrInvalidToken = fmt.Errorf("invalid page token: %w", ErrInvalidArgument)
-	// ErrInvalidMaxResults is a ListSnapshots page size EC2 cannot serve (1 to 4).
-	ErrInvalidMaxResults = errors.New("invalid max entries")
 )
 
 // errorCode returns the EC2 error code of err, or "".

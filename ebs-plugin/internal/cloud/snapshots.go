@@ -2,16 +2,14 @@ package cloud
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/smithy-go"
 	"k8s.io/klog/v2"
 )
 
@@ -138,58 +136,47 @@ func (c *Cloud) GetSnapshotByID(ctx context.Context, id string) (*Snapshot, erro
 	return snapshotFrom(s), nil
 }
 
-// DescribeSnapshots' MaxResults bounds: EC2 refuses fewer than 5 or more than 1000 per page.
-const (
-	minListSnapshots = 5
-	maxListSnapshots = 1000
-)
-
-// ListSnapshots returns one page of the account's snapshots, optionally of one volume, paged by EC2 itself as
-// upstream does: maxEntries becomes MaxResults (0 = EC2's default page; above 1000 capped at 1000, which CSI
-// allows since a plugin may return fewer entries than asked) and token is EC2's NextToken, passed through.
-// maxEntries 1..4 is refused with ErrInvalidMaxResults, as upstream (EC2 has no smaller page); a token EC2
-// does not accept returns ErrInvalidToken.
+// ListSnapshots pages through the account's snapshots, optionally of one volume. The page token is an
+// offset into the list ordered by creation time then ID: EC2 refuses MaxResults below 5, and CSI callers may
+// ask for fewer, so the driver pages itself.
 func (c *Cloud) ListSnapshots(ctx context.Context, volumeID string, maxEntries int, token string) ([]*Snapshot, string, error) {
-	if maxEntries < 0 || (maxEntries > 0 && maxEntries < minListSnapshots) {
-		return nil, "", fmt.Errorf("%w: %d (EC2 pages hold %d to %d snapshots)", ErrInvalidMaxResults, maxEntries,
-			minListSnapshots, maxListSnapshots)
+	offset := 0
+	if token != "" {
+		n, err := strconv.Atoi(token)
+		if err != nil || n < 0 {
+			return nil, "", fmt.Errorf("starting token %q: %w", token, ErrInvalidArgument)
+		}
+		offset = n
 	}
 	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}}
 	if volumeID != "" {
 		in.Filters = []types.Filter{{Name: aws.String("volume-id"), Values: []string{volumeID}}}
 	}
-	if maxEntries > 0 {
-		in.MaxResults = aws.Int32(int32(min(maxEntries, maxListSnapshots)))
-	}
-	if token != "" {
-		in.NextToken = aws.String(token)
-	}
-	raw, next, err := c.describeSnapshots(ctx, in, false)
+	raw, _, err := c.describeSnapshots(ctx, in, true)
 	if err != nil {
-		if isInvalidToken(err, token) {
-			return nil, "", fmt.Errorf("starting token %q: %w: %w", token, ErrInvalidToken, err)
-		}
 		return nil, "", fmt.Errorf("list snapshots: %w", err)
 	}
-	out := make([]*Snapshot, 0, len(raw))
-	for _, s := range raw {
+	sort.Slice(raw, func(i, j int) bool {
+		ti, tj := aws.ToTime(raw[i].StartTime), aws.ToTime(raw[j].StartTime)
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return aws.ToString(raw[i].SnapshotId) < aws.ToString(raw[j].SnapshotId)
+	})
+	if offset > len(raw) {
+		return nil, "", fmt.Errorf("starting token %q is past the end: %w", token, ErrInvalidArgument)
+	}
+	end := len(raw)
+	next := ""
+	if maxEntries > 0 && offset+maxEntries < len(raw) {
+		end = offset + maxEntries
+		next = strconv.Itoa(end)
+	}
+	out := make([]*Snapshot, 0, end-offset)
+	for _, s := range raw[offset:end] {
 		out = append(out, snapshotFrom(s))
 	}
 	return out, next, nil
-}
-
-// isInvalidToken tells whether EC2 refused the NextToken: EC2 answers InvalidParameterValue "Invalid value
-// '...' for nextToken" (some APIs use InvalidNextToken or InvalidPaginationToken).
-func isInvalidToken(err error, token string) bool {
-	if token == "" {
-		return false
-	}
-	if isCode(err, "InvalidNextToken", "InvalidPaginationToken") {
-		return true
-	}
-	var apiErr smithy.APIError
-	return isCode(err, "InvalidParameterValue") && errors.As(err, &apiErr) &&
-		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "token")
 }
 
 // AvailabilityZones returns the region's zones (cached for an hour).

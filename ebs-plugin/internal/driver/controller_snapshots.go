@@ -166,9 +166,6 @@ func (d *Driver) ListSnapshots(ctx context.Context, req *csi.ListSnapshotsReques
 	}
 	snaps, next, err := d.cloud.ListSnapshots(ctx, src, maxEntries, req.GetStartingToken())
 	if err != nil {
-		if errors.Is(err, cloud.ErrInvalidMaxResults) {
-			return nil, status.Errorf(codes.InvalidArgument, "max_entries %d: %v", req.GetMaxEntries(), err)
-		}
 		if errors.Is(err, cloud.ErrInvalidArgument) {
 			return nil, status.Errorf(codes.Aborted, "starting_token %q is not valid: %v", req.GetStartingToken(), err)
 		}
