@@ -61,8 +61,11 @@ func testSwap(t *testing.T, r *rig, name, first, second string) {
 	}
 	f.waitPVGone(pv.Name) // so no attacher finalizer, upstream's or Stowage's, was left on it
 
-	if n := f.drv.CallsFor(csimock.ControllerPublishVolume, vol.ID); n != 1 {
-		t.Errorf("ControllerPublishVolume calls for %s = %d, want 1", vol.ID, n)
+	// Upstream may publish twice for one attach (a second sync before its own status write is seen, as CI
+	// caught once); that is its behaviour, not the swap's. Stowage publishes once.
+	publishes := f.drv.CallsFor(csimock.ControllerPublishVolume, vol.ID)
+	if publishes < 1 || (first == r.binary && publishes != 1) {
+		t.Errorf("ControllerPublishVolume calls for %s = %d, want 1 (at least 1 when upstream attached)", vol.ID, publishes)
 	}
 	if n := f.drv.CallsFor(csimock.ControllerUnpublishVolume, vol.ID); n != 1 {
 		t.Errorf("ControllerUnpublishVolume calls for %s = %d, want 1", vol.ID, n)
