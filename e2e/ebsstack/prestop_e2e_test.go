@@ -3,42 +3,18 @@
 package ebsstack
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"syscall"
 
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // drainingTaint is what `kubectl cordon`/drain leaves on a node (through the node lifecycle controller), and one
 // of the taints upstream's pre-stop hook reads as "this node is going away".
 const drainingTaint = "node.kubernetes.io/unschedulable"
-
-// lockedBuffer is a log the hook writes while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // withPreStopHook cordons node and starts `ebs-plugin pre-stop-hook` for it as the
 // node plugin's preStop hook runs, under the node's ServiceAccount. It checks the hook is waiting for the
@@ -52,41 +28,34 @@ func withPreStopHook(ctx context.Context, s *Stack, node string, detach func(con
 
 	hookCtx, cancel := context.WithTimeout(ctx, StepTimeout)
 	defer cancel()
-	var log lockedBuffer
-	cmd := exec.CommandContext(hookCtx, filepath.Join(s.Dir, "bin", "ebs-plugin"), "pre-stop-hook",
-		"--kubeconfig="+s.Kubeconfigs["ebs-csi-node-sa"], "--v=2")
-	cmd.Env = append(os.Environ(), "CSI_NODE_NAME="+node)
-	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	hook, err := startProcess("pre-stop-hook-"+node, filepath.Join(s.Dir, "bin", "ebs-plugin"),
+		[]string{"pre-stop-hook", "--kubeconfig=" + s.Kubeconfigs["ebs-csi-node-sa"], "--v=2"},
+		append(baseEnv(), "CSI_NODE_NAME="+node), s.logDir())
+	if err != nil {
 		return err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	defer hook.Stop(stopGrace)
+	log := func() string {
+		data, _ := os.ReadFile(hook.LogPath)
+		return string(data)
+	}
 
 	waiting := "Waiting for VolumeAttachments to be deleted"
 	if err := poll(hookCtx, "the pre-stop hook waiting", func(context.Context) (bool, string, error) {
-		select {
-		case err := <-exited:
-			return false, "", fmt.Errorf("pre-stop hook exited (%v) while %s still had VolumeAttachments:\n%s", err, node, log.String())
-		default:
+		if done, err := hook.Exited(); done {
+			return false, "", fmt.Errorf("pre-stop hook exited (%v) while %s still had VolumeAttachments:\n%s", err, node, log())
 		}
-		return strings.Contains(log.String(), waiting), "", nil
+		return strings.Contains(log(), waiting), "", nil
 	}); err != nil {
 		return err
 	}
 	if err := detach(ctx); err != nil {
 		return err
 	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			return fmt.Errorf("pre-stop hook: %v\n%s", err, log.String())
-		}
-		return nil
-	case <-hookCtx.Done():
-		return fmt.Errorf("pre-stop hook still running after %s's volumes were detached:\n%s", node, log.String())
+	if err := hook.Wait(hookCtx); err != nil {
+		return fmt.Errorf("pre-stop hook after %s's volumes were detached: %v\n%s", node, err, log())
 	}
+	return nil
 }
 
 // cordon sets or clears node's spec.unschedulable, as kubectl cordon and uncordon do; kube-controller-manager's
@@ -101,11 +70,5 @@ func cordon(ctx context.Context, s *Stack, node string, on bool) error {
 	if _, err := s.Client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil || !on {
 		return err
 	}
-	return poll(ctx, "taint "+drainingTaint+" on "+node, func(ctx context.Context) (bool, string, error) {
-		n, err := s.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		return slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == drainingTaint }), fmt.Sprint(n.Spec.Taints), nil
-	})
+	return s.waitTaint(ctx, node, drainingTaint, true)
 }

@@ -488,15 +488,21 @@ func (s *Stack) Stop() error {
 
 // waitUntainted waits until the node plugin has removed AgentNotReadyTaint from node.
 func (s *Stack) waitUntainted(ctx context.Context, node string) error {
+	return s.waitTaint(ctx, node, AgentNotReadyTaint, false)
+}
+
+// waitTaint waits, at most StepTimeout, until node carries a taint with key (present) or none (!present).
+func (s *Stack) waitTaint(ctx context.Context, node, key string, present bool) error {
 	ctx, cancel := context.WithTimeout(ctx, StepTimeout)
 	defer cancel()
-	return poll(ctx, "node "+node+" without taint "+AgentNotReadyTaint, func(ctx context.Context) (bool, string, error) {
+	what := fmt.Sprintf("node %s with taint %s: %v", node, key, present)
+	return poll(ctx, what, func(ctx context.Context) (bool, string, error) {
 		n, err := s.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		tainted := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == AgentNotReadyTaint })
-		return !tainted, fmt.Sprintf("taints %v", n.Spec.Taints), nil
+		has := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
+		return has == present, fmt.Sprintf("taints %v", n.Spec.Taints), nil
 	})
 }
 
