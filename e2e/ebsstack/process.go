@@ -21,11 +21,14 @@ func startProcess(name, bin string, args, env []string, logDir string) (*Process
 
 // buildBinaries builds the Stowage binaries the stack runs into dir, from the modules at the repository
 // root.
-func buildBinaries(ctx context.Context, root, dir string) (map[string]string, error) {
+func buildBinaries(ctx context.Context, root, dir string, with []string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, b := range []struct{ module, name string }{
-		{"ebs-plugin", "ebs-plugin"}, {"provisioner", "csi-provisioner"}, {"attacher", "csi-attacher"},
-	} {
+	type binary struct{ module, name string }
+	bins := []binary{{"ebs-plugin", "ebs-plugin"}, {"provisioner", "csi-provisioner"}, {"attacher", "csi-attacher"}}
+	for _, w := range with {
+		bins = append(bins, binary{Extras[w], w})
+	}
+	for _, b := range bins {
 		bin, err := rig.BuildCommand(ctx, root, b.module, b.name, dir)
 		if err != nil {
 			return nil, fmt.Errorf("build the stack's binaries: %w", err)

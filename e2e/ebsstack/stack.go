@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -75,10 +76,17 @@ type Options struct {
 	// kubeconfig, the lease namespace, the sockets, the device link folder). Otherwise the sidecars retry
 	// faster than upstream's settings allow, which the chaos run needs to converge in minutes.
 	UpstreamArgs bool
+	// With names further sidecars to start beside csi-provisioner and csi-attacher, from Extras. Each runs
+	// under its own ServiceAccount (its name) with the RBAC of deploy/rbac/<name>.yaml; the snapshot CRDs
+	// are installed first when a snapshot binary is named.
+	With []string
 }
 
 // Sidecars are the binaries Options.Without can leave out.
 var Sidecars = []string{"csi-provisioner", "csi-attacher"}
+
+// Extras are the sidecars Options.With can add, each with the module it is built from.
+var Extras = map[string]string{"csi-resizer": "resizer", "csi-snapshotter": "snapshotter", "snapshot-controller": "snapshotter"}
 
 // Node is one simulated node: its ebs-plugin node process and its kubelet simulator.
 type Node struct {
@@ -109,7 +117,9 @@ type Stack struct {
 	removeDir bool
 	// upstreamArgs is Options.UpstreamArgs.
 	upstreamArgs bool
-	linkDir      string
+	// with is Options.With.
+	with    []string
+	linkDir string
 	// mu guards procs, specs and the process fields above, which Restart replaces (restart.go).
 	mu    sync.Mutex
 	procs []*Process
@@ -136,6 +146,11 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 		without[w] = true
 	}
+	for _, w := range opts.With {
+		if _, ok := Extras[w]; !ok {
+			return nil, fmt.Errorf("cannot add %q: only %v", w, slices.Sorted(maps.Keys(Extras)))
+		}
+	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return nil, err
@@ -144,7 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs}
+	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs, with: opts.With}
 	if s.Dir == "" {
 		if s.Dir, err = os.MkdirTemp("", "stowage-ebs-"); err != nil {
 			return nil, err
@@ -163,7 +178,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 
 	progress("Building ebs-plugin, csi-provisioner and csi-attacher")
-	bins, err := buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"))
+	bins, err := buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"), opts.With)
 	if err != nil {
 		return nil, err
 	}
@@ -178,6 +193,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	progress("Starting ebs-plugin (controller), csi-provisioner and csi-attacher")
 	if err := s.startController(ctx, bins, without); err != nil {
 		return nil, err
+	}
+	if len(opts.With) > 0 {
+		progress("Starting %v", opts.With)
+		if err := s.startExtras(ctx, bins, opts.With); err != nil {
+			return nil, err
+		}
 	}
 	for _, spec := range opts.Nodes {
 		progress("Starting ebs-plugin (node) and kubeletsim for %s (%s, %s)", spec.Name, spec.Zone, spec.InstanceID)
@@ -252,6 +273,30 @@ func (s *Stack) startController(ctx context.Context, bins map[string]string, wit
 	return nil
 }
 
+// startExtras starts the sidecars of Options.With, after the snapshot CRDs if a snapshot binary is among
+// them (both watch snapshot objects from their first moment).
+func (s *Stack) startExtras(ctx context.Context, bins map[string]string, with []string) error {
+	if slices.ContainsFunc(with, func(w string) bool { return Extras[w] == "snapshotter" }) {
+		if err := s.Cluster.InstallSnapshotCRDs(ctx); err != nil {
+			return err
+		}
+	}
+	for _, w := range with {
+		env := baseEnv()
+		if w == "csi-resizer" {
+			env = append(env, "ENABLE_VAC_FALLBACK=true")
+		}
+		if _, err := s.start(w, bins[w], s.SidecarArgs(w), env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Sidecar is the current process of a sidecar the stack started (one of Sidecars or of Options.With), or
+// nil.
+func (s *Stack) Sidecar(name string) *Process { return s.Process(name) }
+
 // startNode starts the node's ebs-plugin (its own socket and instance metadata), waits until it answers
 // Probe, and starts its kubelet simulator, which registers the node.
 func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) error {
@@ -296,12 +341,20 @@ func (s *Stack) SidecarArgs(name string) []string {
 			upstreamSidecarArgs(name, "unix://"+s.ControllerSocket)...)
 	}
 	args := []string{
-		"--csi-address=unix://" + s.ControllerSocket, "--kubeconfig=" + s.Kubeconfigs[name],
-		"--leader-election", "--leader-election-namespace=" + rbacNamespace, "--timeout=60s",
+		"--kubeconfig=" + s.Kubeconfigs[name], "--leader-election", "--leader-election-namespace=" + rbacNamespace,
 		"--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
 	}
-	if name == "csi-provisioner" {
+	// snapshot-controller talks to no driver: it has neither a CSI address nor a call timeout.
+	if name != "snapshot-controller" {
+		args = append(args, "--csi-address=unix://"+s.ControllerSocket, "--timeout=60s")
+	}
+	switch name {
+	case "csi-provisioner":
 		args = append(args, "--extra-create-metadata", "--default-fstype=ext4")
+	case "csi-snapshotter":
+		args = append(args, "--extra-create-metadata")
+	case "csi-resizer":
+		args = append(args, "--extra-modify-metadata", "--handle-volume-inuse-error=false")
 	}
 	return args
 }
@@ -320,6 +373,11 @@ func instanceList(nodes []NodeSpec) string {
 // applyRBAC applies the binaries' RBAC from deploy/rbac and returns a kubeconfig per ServiceAccount.
 func (s *Stack) applyRBAC(ctx context.Context, root string) (map[string]string, error) {
 	files := []string{"csi-provisioner.yaml", "csi-attacher.yaml", "ebs-plugin.yaml"}
+	accounts := []string{"csi-provisioner", "csi-attacher", "ebs-csi-node-sa"}
+	for _, w := range s.with {
+		files = append(files, w+".yaml")
+		accounts = append(accounts, w)
+	}
 	for i, f := range files {
 		files[i] = filepath.Join(root, "deploy", "rbac", f)
 	}
@@ -327,7 +385,7 @@ func (s *Stack) applyRBAC(ctx context.Context, root string) (map[string]string, 
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, sa := range []string{"csi-provisioner", "csi-attacher", "ebs-csi-node-sa"} {
+	for _, sa := range accounts {
 		kc, err := s.Cluster.ServiceAccountKubeconfig(ctx, rbacNamespace, sa)
 		if err != nil {
 			return nil, err
@@ -518,6 +576,16 @@ func upstreamSidecarArgs(name, address string) []string {
 		return []string{"--timeout=6m", "--csi-address=" + address, "--v=2", "--leader-election=true",
 			"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=5m",
 			"--feature-gates=MutableCSINodeAllocatableCount=true"}
+	case "csi-snapshotter":
+		return []string{"--csi-address=" + address, "--leader-election=true", "--v=2", "--extra-create-metadata",
+			"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=30m"}
+	case "csi-resizer":
+		return []string{"--timeout=60s", "--extra-modify-metadata", "--csi-address=" + address, "--v=2",
+			"--handle-volume-inuse-error=false", "--leader-election=true", "--kube-api-qps=20",
+			"--kube-api-burst=100", "--workers=100", "--retry-interval-max=30m"}
+	case "snapshot-controller":
+		// external-snapshotter's own deploy/kubernetes/snapshot-controller manifest.
+		return []string{"--v=5", "--leader-election=true"}
 	}
 	return nil
 }
