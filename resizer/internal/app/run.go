@@ -1,0 +1,202 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/resizer/internal/controller"
+	"github.com/stowage-csi/stowage/resizer/internal/csiresize"
+	"github.com/stowage-csi/stowage/resizer/internal/expand"
+	"github.com/stowage-csi/stowage/resizer/internal/inuse"
+	"github.com/stowage-csi/stowage/resizer/internal/modify"
+	"github.com/stowage-csi/stowage/resizer/internal/slow"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/sidecar"
+	"github.com/stowage-csi/stowage/shared/workqueue"
+)
+
+// vacFallbackEnv is upstream's switch (set in aws-ebs-csi-driver's manifest) for clusters without the
+// VolumeAttributesClass v1 API: the resizer then runs as if the gate were off.
+const vacFallbackEnv = "ENABLE_VAC_FALLBACK"
+
+// Prepare refuses, on every replica, a driver the resizer cannot serve, as upstream does at start-up.
+func Prepare(ctx context.Context, env *sidecar.Env) error {
+	_, err := chooseResizer(ctx, env)
+	return err
+}
+
+// Run runs the resizer until ctx ends and returns once the workers have drained.
+func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
+	logger := klog.FromContext(ctx)
+	driver := env.DriverName
+	controllerExpands, err := chooseResizer(ctx, env)
+	if err != nil {
+		return err
+	}
+	csiClient := csiresize.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout)
+	var resizer expand.Resizer = expand.Trivial{}
+	if controllerExpands {
+		logger.Info("Driver supports ControllerExpandVolume, using the CSI resizer")
+		resizer = expand.NewCSI(csiClient, env.Clients.Kube,
+			env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER))
+	} else {
+		logger.Info("Driver does not support ControllerExpandVolume, using the trivial resizer: the node expands volumes")
+	}
+	modifies, err := modifies(ctx, env)
+	if err != nil {
+		return err
+	}
+
+	factory := kubeclient.NewInformerFactory(env.Clients.Kube, cfg.Resync)
+	gates := env.Flags.FeatureGates
+	slowSet := slow.New(env.Flags.RetryIntervalMax, nil)
+	ecfg := expand.Config{
+		Driver:           driver,
+		Client:           env.Clients.Kube,
+		PVLister:         factory.Core().V1().PersistentVolumes().Lister(),
+		Resizer:          resizer,
+		Events:           env.Events,
+		AnnotateFsResize: gates.Enabled(AnnotateFsResize),
+		Slow:             slowSet,
+	}
+	expandQueue, err := workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc"))
+	if err != nil {
+		return err
+	}
+	ccfg := controller.Config{
+		Driver:      driver,
+		PVCInformer: factory.Core().V1().PersistentVolumeClaims(),
+		PVInformer:  factory.Core().V1().PersistentVolumes(),
+		ExpandQueue: expandQueue,
+		Workers:     env.Flags.WorkerThreads,
+	}
+	var ctrl *controller.Controller
+	if cfg.HandleVolumeInUseError {
+		// Only with the flag: upstream's Pod cache is its top memory complaint.
+		podInf := factory.Core().V1().Pods().Informer()
+		pods, err := inuse.New(podInf, func(namespace, claim string) {
+			if ctrl != nil {
+				ctrl.Requeue(namespace, claim)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		ecfg.InUse = pods
+		ccfg.Synced = []cache.InformerSynced{podInf.HasSynced}
+	}
+	ccfg.Expand = expand.New(ecfg)
+	if modifies {
+		ccfg.VACInformer = factory.Storage().V1().VolumeAttributesClasses()
+		ccfg.Modify = modify.New(modify.Config{
+			Driver:        driver,
+			Client:        env.Clients.Kube,
+			PVLister:      factory.Core().V1().PersistentVolumes().Lister(),
+			VACLister:     ccfg.VACInformer.Lister(),
+			CSI:           csiClient,
+			Events:        env.Events,
+			ExtraMetadata: cfg.ExtraModifyMetadata,
+			Slow:          slow.New(env.Flags.RetryIntervalMax, nil),
+		})
+		// Upstream names both queues <driver>-pvc, so their metrics collide; this one has its own name.
+		if ccfg.ModifyQueue, err = workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc-modify")); err != nil {
+			return err
+		}
+	}
+	ctrl, err = controller.New(ccfg)
+	if err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	return ctrl.Run(ctx)
+}
+
+// chooseResizer reports whether the driver expands volumes in the controller (the CSI resizer) or only on the
+// node (the trivial resizer). A driver that does neither cannot be served: upstream exits too.
+func chooseResizer(ctx context.Context, env *sidecar.Env) (bool, error) {
+	if env.PluginCaps.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) &&
+		env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+		return true, nil
+	}
+	if len(env.PluginCaps.VolumeExpansion) > 0 {
+		return false, nil
+	}
+	nodeCaps, err := env.CSI.NodeCapabilities(ctx)
+	if err == nil && nodeCaps.Has(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+		return false, nil
+	}
+	return false, fmt.Errorf("CSI driver %s supports neither controller nor node volume expansion", env.DriverName)
+}
+
+// modifies decides whether claims' VolumeAttributesClasses are applied: the gate on, the driver with
+// MODIFY_VOLUME, and the API server serving storage.k8s.io/v1 VolumeAttributesClasses. Without the API,
+// ENABLE_VAC_FALLBACK=true runs as if the gate were off, as upstream; without it the resizer says why it
+// does not modify and still expands.
+func modifies(ctx context.Context, env *sidecar.Env) (bool, error) {
+	logger := klog.FromContext(ctx)
+	if !env.Flags.FeatureGates.Enabled(VolumeAttributesClass) {
+		logger.Info("VolumeAttributesClass feature gate is off: claims are not modified")
+		return false, nil
+	}
+	if !env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
+		logger.Info("Driver does not support ControllerModifyVolume: claims are not modified")
+		return false, nil
+	}
+	fallback, err := vacFallback()
+	if err != nil {
+		return false, err
+	}
+	served, err := hasResource(env.Clients.Kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case served:
+		return true, nil
+	case fallback:
+		logger.Info("The API server does not serve storage.k8s.io/v1 VolumeAttributesClasses and " + vacFallbackEnv + " is true: running as if the VolumeAttributesClass feature gate were off")
+	default:
+		logger.Info("Warning: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses: claims are not modified; set " +
+			vacFallbackEnv + "=true or --feature-gates=VolumeAttributesClass=false to silence this")
+	}
+	return false, nil
+}
+
+func vacFallback() (bool, error) {
+	v := os.Getenv(vacFallbackEnv)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("environment variable %s=%q is not a boolean", vacFallbackEnv, v)
+	}
+	return b, nil
+}
+
+// hasResource reports whether the API server serves resource in groupVersion; a group version it does not know
+// is "not served", any other discovery failure an error.
+func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
+	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
