@@ -1,0 +1,85 @@
+// Package csisnap holds the CSI controller calls csi-snapshotter makes: CreateSnapshot, DeleteSnapshot and
+// ListSnapshots for one snapshot ID, each bounded by the --timeout flag.
+package csisnap
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Client makes csi-snapshotter's CSI calls over one gRPC connection.
+type Client struct {
+	controller csi.ControllerClient
+	timeout    time.Duration
+}
+
+// New returns a Client whose every call is bounded by timeout.
+func New(controller csi.ControllerClient, timeout time.Duration) *Client {
+	return &Client{controller: controller, timeout: timeout}
+}
+
+// CreateSnapshot calls CreateSnapshot and returns the snapshot the driver answered with.
+func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rsp, err := c.controller.CreateSnapshot(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if rsp.GetSnapshot().GetSnapshotId() == "" {
+		// Without an ID nothing can ever delete the snapshot: treat it as "maybe created", never as done.
+		return nil, status.Errorf(codes.Unavailable, "CreateSnapshot %q: the driver returned no snapshot_id", req.GetName())
+	}
+	return rsp.GetSnapshot(), nil
+}
+
+// DeleteSnapshot calls DeleteSnapshot.
+func (c *Client) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err := c.controller.DeleteSnapshot(ctx, req)
+	return err
+}
+
+// GetSnapshot calls ListSnapshots for req.SnapshotId and returns its entry, or a NotFound error naming the ID
+// when the driver lists none (upstream's GetSnapshotStatus).
+func (c *Client) GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rsp, err := c.controller.ListSnapshots(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range rsp.GetEntries() {
+		if s := e.GetSnapshot(); s != nil {
+			return s, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "ListSnapshots: the driver lists no snapshot with snapshot_id %q", req.GetSnapshotId())
+}
+
+// IsFinal reports whether err means the call surely did not happen and is not still running in the driver.
+// Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted and errors without a gRPC code mean the
+// call may still be in progress (upstream's isCSIFinalError).
+func IsFinal(err error) bool {
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return false
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return false
+	}
+	switch st.Code() {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
+		return false
+	}
+	return true
+}

@@ -1,0 +1,141 @@
+package handler
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/patch"
+	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
+)
+
+// observed is what the driver said about a snapshot.
+type observed struct {
+	handle       string
+	ready        bool
+	creationTime int64 // Unix nanoseconds
+	size         int64
+	groupHandle  string
+}
+
+// snapshotStatus reads a CSI snapshot; a driver that gives no creation time gets now, as upstream does.
+func snapshotStatus(s *csi.Snapshot, now time.Time) observed {
+	created := now
+	if s.GetCreationTime() != nil {
+		created = s.GetCreationTime().AsTime()
+	}
+	return observed{handle: s.GetSnapshotId(), ready: s.GetReadyToUse(), creationTime: created.UnixNano(),
+		size: s.GetSizeBytes(), groupHandle: s.GetGroupSnapshotId()}
+}
+
+// writeStatus merges o into the content's status as upstream does (set what is unset, readyToUse always,
+// the error cleared once ready) with one status patch preconditioned on the version in hand. After a
+// conflict it re-reads the content and tries again, so a snapshot the driver has just made is recorded
+// without asking the driver again.
+func (h *Handler) writeStatus(ctx context.Context, c *snapv1.VolumeSnapshotContent, o observed) (*snapv1.VolumeSnapshotContent, error) {
+	contents := h.cfg.Client.SnapshotV1().VolumeSnapshotContents()
+	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
+		return contents.Get(ctx, c.Name, metav1.GetOptions{})
+	}
+	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		updated, err := patch.Status(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) { mergeStatus(v, o) })
+		if err == nil {
+			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+		}
+		return updated, err
+	})
+	if err != nil {
+		return c, fmt.Errorf("volumesnapshotcontent %s: writing status (snapshotHandle %s): %w", c.Name, o.handle, err)
+	}
+	return out, nil
+}
+
+func mergeStatus(v *snapv1.VolumeSnapshotContent, o observed) {
+	if v.Status == nil {
+		v.Status = &snapv1.VolumeSnapshotContentStatus{}
+	}
+	s := v.Status
+	if s.SnapshotHandle == nil {
+		s.SnapshotHandle = &o.handle
+	}
+	s.ReadyToUse = &o.ready
+	if o.ready {
+		s.Error = nil
+	}
+	if s.CreationTime == nil {
+		s.CreationTime = &o.creationTime
+	}
+	if s.RestoreSize == nil && o.size > 0 {
+		s.RestoreSize = &o.size
+	}
+	if s.VolumeGroupSnapshotHandle == nil && o.groupHandle != "" {
+		s.VolumeGroupSnapshotHandle = &o.groupHandle
+	}
+}
+
+// failed records cause in status.error (readyToUse false) with a Warning Event of reason, unless the status
+// already holds the same message: a retry failing the same way writes nothing. It returns cause, which drives
+// the backoff; a failed status write is only logged.
+func (h *Handler) failed(ctx context.Context, c *snapv1.VolumeSnapshotContent, reason, what string, cause error) error {
+	logger := klog.FromContext(ctx)
+	msg := what + ": " + cause.Error()
+	logger.Error(cause, what, "reason", reason)
+	if c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil && *c.Status.Error.Message == msg {
+		return cause
+	}
+	ts := metav1.NewTime(h.cfg.now())
+	updated, err := patch.Status(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c, func(v *snapv1.VolumeSnapshotContent) {
+		if v.Status == nil {
+			v.Status = &snapv1.VolumeSnapshotContentStatus{}
+		}
+		ready := false
+		v.Status.ReadyToUse = &ready
+		v.Status.Error = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
+	})
+	if err != nil {
+		logger.Error(err, "Writing status.error")
+	} else {
+		h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+	}
+	h.cfg.Events.Event(c, corev1.EventTypeWarning, reason, msg)
+	return cause
+}
+
+// markBeingCreated sets the being-created annotation (one preconditioned patch; none when it is there) and
+// returns the content as it is now.
+func (h *Handler) markBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+	contents := h.cfg.Client.SnapshotV1().VolumeSnapshotContents()
+	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
+		return contents.Get(ctx, c.Name, metav1.GetOptions{})
+	}
+	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		updated, err := patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
+		if err == nil {
+			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+		}
+		return updated, err
+	})
+	if err != nil {
+		return c, fmt.Errorf("volumesnapshotcontent %s: setting annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
+	}
+	return out, nil
+}
+
+// removeBeingCreated drops the being-created annotation. Only csi-snapshotter sets it, so it goes with a JSON
+// patch that tests its value instead of the resourceVersion: the snapshot controller's finalizer patch of the
+// same moment does not turn it into a conflict.
+func (h *Handler) removeBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+	updated, err := patch.RemoveOwned(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c,
+		patch.Owned{Annotations: []string{snapapi.AnnBeingCreated}})
+	if err != nil {
+		return c, fmt.Errorf("volumesnapshotcontent %s: removing annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
+	}
+	h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+	return updated, nil
+}

@@ -1,0 +1,109 @@
+// Package sidecartest holds csi-snapshotter's test helpers: object builders, a fake CSI snapshotter and a
+// compact view of a fake clientset's requests.
+package sidecartest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
+)
+
+// Driver is the CSI driver name the tests use.
+const Driver = "csi.example.com"
+
+// Content builds a dynamic VolumeSnapshotContent of Driver for volume handle vol, bound to VolumeSnapshot
+// ns/snap with UID snapUID, of class "class", policy Delete, with the bound-protection finalizer.
+func Content(name, vol string, opts ...func(*snapv1.VolumeSnapshotContent)) *snapv1.VolumeSnapshotContent {
+	class := "class"
+	c := &snapv1.VolumeSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: "1",
+			Finalizers: []string{snapapi.ContentBoundFinalizer}},
+		Spec: snapv1.VolumeSnapshotContentSpec{
+			Driver:                  Driver,
+			DeletionPolicy:          snapv1.VolumeSnapshotContentDelete,
+			VolumeSnapshotClassName: &class,
+			Source:                  snapv1.VolumeSnapshotContentSource{VolumeHandle: &vol},
+			VolumeSnapshotRef: corev1.ObjectReference{Kind: "VolumeSnapshot", Namespace: "ns", Name: "snap",
+				UID: "1b6e3e2a-7c1d-4f5e-9a0b-123456789abc"},
+		},
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Class builds the VolumeSnapshotClass "class" of Driver with params.
+func Class(params map[string]string) *snapv1.VolumeSnapshotClass {
+	return &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "class"}, Driver: Driver,
+		DeletionPolicy: snapv1.VolumeSnapshotContentDelete, Parameters: params}
+}
+
+// Actions lists a fake clientset's requests as "verb resource[/subresource] name".
+func Actions(client interface{ Actions() []clienttesting.Action }) []string {
+	var out []string
+	for _, a := range client.Actions() {
+		res := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			res += "/" + a.GetSubresource()
+		}
+		name := ""
+		if a, ok := a.(clienttesting.GetAction); ok {
+			name = a.GetName()
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))
+	}
+	return out
+}
+
+// FakeCSI records the calls and answers with what is set on it.
+type FakeCSI struct {
+	mu sync.Mutex
+	// Snapshot answers CreateSnapshot and ListSnapshots; CreateErr, DeleteErr and ListErr fail them.
+	Snapshot  *csi.Snapshot
+	CreateErr error
+	DeleteErr error
+	ListErr   error
+	Creates   []*csi.CreateSnapshotRequest
+	Deletes   []*csi.DeleteSnapshotRequest
+	Lists     []*csi.ListSnapshotsRequest
+}
+
+// CreateSnapshot records req.
+func (f *FakeCSI) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotRequest) (*csi.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Creates = append(f.Creates, req)
+	if f.CreateErr != nil {
+		return nil, f.CreateErr
+	}
+	return f.Snapshot, nil
+}
+
+// DeleteSnapshot records req.
+func (f *FakeCSI) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Deletes = append(f.Deletes, req)
+	return f.DeleteErr
+}
+
+// GetSnapshot records req.
+func (f *FakeCSI) GetSnapshot(_ context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Lists = append(f.Lists, req)
+	if f.ListErr != nil {
+		return nil, f.ListErr
+	}
+	return f.Snapshot, nil
+}
