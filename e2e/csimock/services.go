@@ -242,7 +242,12 @@ func (s controller) ControllerExpandVolume(_ context.Context, req *csi.Controlle
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "volume %q not found", req.GetVolumeId())
 	}
-	if size := req.GetCapacityRange().GetRequiredBytes(); size > v.CapacityBytes {
+	size := req.GetCapacityRange().GetRequiredBytes()
+	if size > s.d.opts.Capacity {
+		// Beyond what the driver has: a size it can never reach, as a real backend refuses it.
+		return nil, status.Errorf(codes.OutOfRange, "volume %q: required_bytes %d exceeds the driver's capacity %d", req.GetVolumeId(), size, s.d.opts.Capacity)
+	}
+	if size > v.CapacityBytes {
 		v.CapacityBytes = size
 	}
 	return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: true}, nil
