@@ -36,6 +36,9 @@ type Options struct {
 	// APIServerArgs and ControllerManagerArgs are appended to the default flags; a repeated flag wins.
 	APIServerArgs         []string
 	ControllerManagerArgs []string
+	// Scheduler also starts kube-scheduler (built on first use), for tests whose Pods are placed by it rather
+	// than created with spec.nodeName: WaitForFirstConsumer claims of generic ephemeral volumes need it.
+	Scheduler bool
 }
 
 // Cluster is a running control plane: etcd, kube-apiserver and kube-controller-manager.
@@ -131,8 +134,32 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.waitDefaultServiceAccount(ctx); err != nil {
 		return nil, kcm.failure("did not create the default ServiceAccount", err)
 	}
+	if opts.Scheduler {
+		if err := c.startScheduler(ctx, root, cache, logDir); err != nil {
+			return nil, err
+		}
+	}
 	logger.Info("Control plane ready", "server", cfg.Host, "kubeconfig", c.kubeconfig)
 	return c, nil
+}
+
+// startScheduler builds kube-scheduler if the cache lacks it and starts it under its own client certificate.
+func (c *Cluster) startScheduler(ctx context.Context, root, cache, logDir string) error {
+	paths, err := tools.Ensure(ctx, root, cache, tools.KubeScheduler())
+	if err != nil {
+		return err
+	}
+	config := filepath.Join(c.dir, "kube-scheduler.kubeconfig")
+	creds := credentials{certPEM: c.certs.scheduler.certPEM, keyPEM: c.certs.scheduler.keyPEM}
+	if err := writeKubeconfig(config, c.config.Host, c.certs.ca.certPEM, schedulerUser, creds); err != nil {
+		return err
+	}
+	p, err := startScheduler(ctx, paths["kube-scheduler"], c.dir, logDir, config, c.certs)
+	if err != nil {
+		return err
+	}
+	c.track(p)
+	return nil
 }
 
 func (c *Cluster) track(p *process) {

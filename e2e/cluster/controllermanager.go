@@ -43,26 +43,7 @@ func startControllerManager(ctx context.Context, bin, dir, logDir, kubeconfig st
 		if err != nil {
 			return err
 		}
-		pool := x509.NewCertPool()
-		pool.AddCert(certs.ca.cert)
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-		defer client.CloseIdleConnections()
-		healthz := func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+"/healthz", nil)
-			if err != nil {
-				return err
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("/healthz: %s %s", resp.Status, body)
-			}
-			return nil
-		}
+		healthz := secureHealthz(certs, port)
 		if err := p.waitReady(ctx, 2*time.Minute, healthz); err != nil {
 			p.Stop(stopGrace)
 			return err
@@ -70,4 +51,28 @@ func startControllerManager(ctx context.Context, bin, dir, logDir, kubeconfig st
 		return nil
 	})
 	return p, err
+}
+
+// secureHealthz checks a component's /healthz on its secure loopback port, trusting the rig's CA.
+func secureHealthz(certs *pki, port string) func(context.Context) error {
+	pool := x509.NewCertPool()
+	pool.AddCert(certs.ca.cert)
+	return func(ctx context.Context) error {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		defer client.CloseIdleConnections()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:"+port+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz: %s %s", resp.Status, body)
+		}
+		return nil
+	}
 }

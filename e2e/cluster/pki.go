@@ -21,6 +21,7 @@ type pki struct {
 	ca                *keyPair
 	admin             *keyPair
 	controllerManager *keyPair
+	scheduler         *keyPair
 
 	caCert, caKey             string
 	servingCert, servingKey   string
@@ -59,13 +60,17 @@ func writePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	scheduler, err := ca.issue(certSpec{commonName: schedulerUser, usages: client})
+	if err != nil {
+		return nil, err
+	}
 	saPriv, saPub, err := newSigningKey()
 	if err != nil {
 		return nil, err
 	}
 
 	p := &pki{
-		ca: ca, admin: admin, controllerManager: kcm,
+		ca: ca, admin: admin, controllerManager: kcm, scheduler: scheduler,
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "serving.crt"), servingKey: filepath.Join(dir, "serving.key"),
 		saPrivateKey: filepath.Join(dir, "sa.key"), saPublicKey: filepath.Join(dir, "sa.pub"),

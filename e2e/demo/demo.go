@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	fmt.Fprintf(out, "==> Nodes: %s and %s in %s, %s in %s; EC2 delays at %gx real time\n",
 		l.NodeA, l.NodeB, s.Nodes[l.NodeA].Spec.Zone, l.NodeC, s.Nodes[l.NodeC].Spec.Zone, opts.TimeScale)
 	var failed error
-	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete} {
+	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete, l.EphemeralVolumes} {
 		if failed = scenario(ctx); failed != nil {
 			break
 		}

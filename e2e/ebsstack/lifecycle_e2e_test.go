@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// TestE2EEBSLifecycle runs scenarios 1 to 6 on the whole stack with three simulated nodes (two in
+// TestE2EEBSLifecycle runs scenarios 1 to 7 on the whole stack with three simulated nodes (two in
 // us-east-1a, one in us-east-1b), each scenario a subtest, then checks that stopping the stack leaves no
 // process, loop device or mount behind. Scenarios 1 to 5 build on each other: the first that fails ends the
 // run.
@@ -36,6 +36,7 @@ func TestE2EEBSLifecycle(t *testing.T) {
 		{"snapshot and restore", l.SnapshotRestore},
 		{"delete", l.Delete},
 		{"bad parameter", l.BadParameter},
+		{"generic ephemeral volumes", l.EphemeralVolumes},
 	} {
 		passed := t.Run(sc.name, func(t *testing.T) {
 			if err := sc.run(ctx); err != nil {

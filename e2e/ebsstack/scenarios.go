@@ -17,7 +17,7 @@ import (
 const StepTimeout = 5 * time.Minute
 
 // Lifecycle walks EBS volumes through their life on a Stack; the e2e test and `devcluster demo` run the
-// same scenarios. Scenarios 1 to 5 build on each other and run in order; scenario 6 stands alone.
+// same scenarios. Scenarios 1 to 5 build on each other and run in order; scenarios 6 and 7 stand alone.
 type Lifecycle struct {
 	S *Stack
 	R *Report

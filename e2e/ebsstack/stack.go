@@ -215,7 +215,9 @@ func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
 // startControlPlane starts the control plane and applies the binaries' RBAC and the CSIDriver.
 func (s *Stack) startControlPlane(ctx context.Context, root string) error {
 	var err error
-	if s.Cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.Dir, "cluster")}); err != nil {
+	// kube-scheduler places the Pods created without a node (generic ephemeral volumes need its volume
+	// binder); the other scenarios bind their Pods themselves.
+	if s.Cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.Dir, "cluster"), Scheduler: true}); err != nil {
 		return err
 	}
 	cfg := s.Cluster.RESTConfig()

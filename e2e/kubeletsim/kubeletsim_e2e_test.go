@@ -61,11 +61,12 @@ func appPod(name string, fsGroup int64) *v1.Pod {
 
 // TestE2EKubeletSimulator runs one simulated node against a real control plane and a recording node plugin
 // that does real bind mounts: registration, the volume context of stage and publish (pod info, tokens,
-// ephemeral), fsGroup, volumesInUse, expansion, graceful deletion and Stop's cleanup, each a subtest on the
+// ephemeral), a generic ephemeral claim the Pod does not own, fsGroup, volumesInUse, expansion, graceful deletion and Stop's cleanup, each a subtest on the
 // same node and Pod.
 func TestE2EKubeletSimulator(t *testing.T) {
 	n := startSimNode(t)
 	t.Run("registration", n.checkRegistration)
+	t.Run("ephemeral claim not owned by the Pod", n.checkStrayEphemeralClaim)
 	n.startApp(t)
 	t.Run("stage and publish", n.checkStageAndPublish)
 	t.Run("expansion", n.checkExpansion)
@@ -361,3 +362,60 @@ func (n *simNode) checkStop(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// checkStrayEphemeralClaim creates the claim <pod>-<volume> before its Pod, so the Pod does not own it: the
+// kubelet must refuse to mount it and say so in a FailedMount Event, and the Pod must still be deletable.
+func (n *simNode) checkStrayEphemeralClaim(t *testing.T) {
+	claim := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "stray-data", Namespace: "default"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr(""),
+			AccessModes:      []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources:        v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := n.kube.CoreV1().PersistentVolumeClaims("default").Create(n.ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := n.kube.CoreV1().PersistentVolumeClaims("default").Delete(n.ctx, claim.Name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stray", Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:   nodeName,
+			Containers: []v1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10", VolumeMounts: []v1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+			Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{
+				VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{Spec: claim.Spec},
+			}}}},
+		},
+	}
+	if _, err := n.kube.CoreV1().Pods("default").Create(n.ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, n.ctx, time.Minute, "kubelet FailedMount Event on pod stray", func(ctx context.Context) (bool, error) {
+		evs, err := n.kube.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=stray"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == "FailedMount" && e.Source.Component == "kubelet" && e.Source.Host == nodeName &&
+				strings.Contains(e.Message, "PVC default/stray-data was not created for pod default/stray (pod is not owner)") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if got, err := n.kube.CoreV1().Pods("default").Get(n.ctx, "stray", metav1.GetOptions{}); err != nil || got.Status.Phase == v1.PodRunning {
+		t.Errorf("pod stray: phase %v, %v; want not Running", got.Status.Phase, err)
+	}
+	if err := n.kube.CoreV1().Pods("default").Delete(n.ctx, "stray", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, n.ctx, time.Minute, "pod stray gone", func(ctx context.Context) (bool, error) {
+		_, err := n.kube.CoreV1().Pods("default").Get(ctx, "stray", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -83,9 +85,12 @@ type Node struct {
 	attachment storagelisters.VolumeAttachmentLister
 	drivers    storagelisters.CSIDriverLister
 
-	state    *state
-	reportMu sync.Mutex
-	reported []string
+	state *state
+	// recorder writes the Pod Events the kubelet writes (FailedMount); stopEvents flushes and ends it.
+	recorder   record.EventRecorder
+	stopEvents func()
+	reportMu   sync.Mutex
+	reported   []string
 }
 
 // nodeCaps are the node plugin's capabilities the kubelet acts on.
@@ -133,11 +138,13 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 
 	runCtx, cancel := context.WithCancel(klog.NewContext(context.Background(), n.log))
 	n.cancel = cancel
+	n.recorder, n.stopEvents = newRecorder(runCtx, n)
 	n.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 2*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubeletsim-" + cfg.NodeName})
 	if err := n.startInformers(ctx, runCtx); err != nil {
 		n.queue.ShutDown()
+		n.stopEvents()
 		cancel()
 		n.wg.Wait()
 		return nil, err
@@ -297,6 +304,11 @@ func (n *Node) processNext(ctx context.Context) bool {
 		n.queue.AddRateLimited(key)
 	default:
 		n.log.Error(err, "Pod sync failed", "pod", key)
+		if ns, name, ok := strings.Cut(key, "/"); ok {
+			if pod, getErr := n.pods.Pods(ns).Get(name); getErr == nil && pod.DeletionTimestamp == nil {
+				n.reportFailedMount(pod, err)
+			}
+		}
 		n.queue.AddRateLimited(key)
 	}
 	return true
@@ -334,6 +346,7 @@ func (n *Node) Stop() error {
 		n.cancel()
 		n.queue.ShutDown()
 		n.wg.Wait()
+		n.stopEvents()
 		ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), n.log), 2*time.Minute)
 		defer cancel()
 		var errs []error

@@ -125,6 +125,11 @@ func (n *Node) resolveVolumes(pod *v1.Pod) ([]*volume, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The kubelet uses a generic ephemeral volume's claim only if the Pod controls it: a claim of that
+		// name made by someone else must not be mounted into the Pod (and deleted with it).
+		if pv.Ephemeral != nil && !metav1.IsControlledBy(claim, pod) {
+			return nil, fmt.Errorf("PVC %s/%s was not created for pod %s/%s (pod is not owner)", pod.Namespace, claimName, pod.Namespace, pod.Name)
+		}
 		if claim.Spec.VolumeName == "" || claim.Status.Phase != v1.ClaimBound {
 			return nil, waiting("claim %s/%s is not bound", pod.Namespace, claimName)
 		}

@@ -50,6 +50,15 @@ func Kube() Module {
 	}
 }
 
+// KubeScheduler is kube-scheduler, from the same module and version as Kube and cached beside its binaries,
+// but built only when a test asks for it.
+func KubeScheduler() Module {
+	return Module{
+		Dir: "kube", Name: "kubernetes", Requires: "k8s.io/kubernetes",
+		Binaries: map[string]string{"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
+	}
+}
+
 // Versitygw is the S3 server the S3 tests and benchmarks run against.
 func Versitygw() Module {
 	return Module{

@@ -1,4 +1,4 @@
-// Builds kube-apiserver and kube-controller-manager for the e2e control plane (e2e/cluster).
+// Builds kube-apiserver, kube-controller-manager and kube-scheduler for the e2e control plane (e2e/cluster).
 // Not part of go.work: build with GOWORK=off. k8s.io/kubernetes points its staging modules at
 // ./staging/src/k8s.io/<x>, which does not exist in the published module, so each is replaced
 // by the published k8s.io/<x> release of the same Kubernetes version.
