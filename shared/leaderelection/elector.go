@@ -1,8 +1,9 @@
 // Package leaderelection runs a sidecar's work under leader election on a Lease, like upstream's csi-lib-utils
-// wrapper (own clientset, 15/10/5 s, exit on a lost lease, /healthz/leader-election), with one difference that
-// matters in practice: on graceful exit (SIGTERM, context cancelled) the leader stops taking work, lets the work
-// in flight finish while still holding the Lease, and then releases it, so a standby takes over in about one
-// retry period instead of a full lease duration.
+// wrapper (own clientset, 15/10/5 s, exit on a lost lease, /healthz/leader-election), with two differences that
+// matter in practice. On graceful exit (SIGTERM, context cancelled) the leader stops taking work, lets the work
+// in flight finish while still holding the Lease, and then releases it. And a standby watches the Lease instead
+// of polling it, taking it as soon as the holder's last renewal has expired (standby.go), so a standby takes
+// over at once after a release and about one lease duration after a leader's last renewal when it died.
 package leaderelection
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 const (
@@ -59,6 +62,8 @@ type Config struct {
 	// OnLost runs when the Lease is lost without a graceful exit. Nil means upstream's behaviour: flush logs and
 	// exit 1, so the container restarts as a standby. Tests replace it.
 	OnLost func()
+	// Clock times a standby's takeover and stamps the Lease it takes; nil is the real clock. Tests replace it.
+	Clock clock.WithTicker
 }
 
 // Elector runs work under leader election.
@@ -67,6 +72,11 @@ type Elector struct {
 	lock    resourcelock.Interface
 	healthz *leaderelection.HealthzAdaptor
 	status  prometheus.Gauge
+	// handoff is set while client-go's elector has yet to renew a Lease the standby took: that first renewal
+	// takes client-go's slow path by construction, and is not counted as one (see slowpath.go).
+	handoff atomic.Bool
+	// hooks follow the standby; tests only.
+	hooks standbyHooks
 }
 
 // New validates cfg and prepares the Lease lock; nothing talks to the API server until Run.
@@ -87,6 +97,9 @@ func New(cfg Config) (*Elector, error) {
 			return nil, err
 		}
 		e.cfg.Identity = id
+	}
+	if e.cfg.Clock == nil {
+		e.cfg.Clock = clock.RealClock{}
 	}
 	if e.cfg.OnLost == nil {
 		e.cfg.OnLost = func() { klog.FlushAndExit(klog.ExitFlushTimeout, 1) }
@@ -170,19 +183,37 @@ func (e *Elector) Run(ctx context.Context, work func(context.Context) error) err
 		return err
 	}
 	e.healthz.SetLeaderElection(le)
-	logger.Info("Waiting to become leader")
+	sb := &standby{cfg: &e.cfg, lock: e.lock, clock: e.cfg.Clock, hooks: e.hooks}
+	if !sb.acquire(electorCtx) {
+		return el.result()
+	}
+	// client-go's elector finds this candidate the holder and renews from here on.
+	e.handoff.Store(true)
 	le.Run(electorCtx)
+	if !el.led() && e.cfg.ReleaseOnExit {
+		// Stopped between the standby's takeover and client-go's first renewal: nobody else releases the Lease.
+		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.RenewDeadline)
+		if err := sb.release(releaseCtx); err != nil {
+			logger.Error(err, "Releasing the lease taken before leading failed; it expires on its own")
+		}
+		cancel()
+	}
 	return el.result()
 }
 
 // newLeaderElector makes client-go's elector, and says so when another metrics provider took its slow path count.
 func (e *Elector) newLeaderElector(logger klog.Logger, lec leaderelection.LeaderElectionConfig) (*leaderelection.LeaderElector, error) {
-	made := slowpath().made.Load()
+	p := slowpath()
+	p.creating.Lock()
+	defer p.creating.Unlock()
+	p.handoff.Store(&e.handoff)
+	defer p.handoff.Store(nil)
+	made := p.made.Load()
 	le, err := leaderelection.NewLeaderElector(lec)
 	if err != nil {
 		return nil, fmt.Errorf("configuring leader election: %w", err)
 	}
-	if slowpath().made.Load() == made {
+	if p.made.Load() == made {
 		// client-go took no metric from our provider: another one was installed in this process first.
 		logger.Info("leader_election_slowpath_total is not counted: another package set client-go's leader election metrics provider first")
 	}
@@ -229,9 +260,17 @@ func (el *election) config() leaderelection.LeaderElectionConfig {
 }
 
 func (el *election) held() {
+	el.e.handoff.Store(false)
 	el.mu.Lock()
 	el.acquired = true
 	el.mu.Unlock()
+}
+
+// led says whether client-go's elector ever wrote this candidate into the Lease.
+func (el *election) led() bool {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	return el.acquired
 }
 
 // stopUnlessLeading waits for Run's context to end, marks the stop as graceful, and stops a candidate that does

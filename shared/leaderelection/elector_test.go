@@ -306,9 +306,9 @@ func TestCancelBeforeLeadingSkipsWork(t *testing.T) {
 	go func() {
 		result <- e.Run(ctx, func(context.Context) error { ran.Store(true); return nil })
 	}()
-	testutil.Eventually(t, 30*time.Second, "a lease read", func() (bool, error) {
+	testutil.Eventually(t, 30*time.Second, "a watch on the lease", func() (bool, error) {
 		for _, a := range client.Actions() {
-			if a.GetVerb() == "get" && strings.Contains(a.GetResource().Resource, "leases") {
+			if a.GetVerb() == "watch" && strings.Contains(a.GetResource().Resource, "leases") {
 				return true, nil
 			}
 		}

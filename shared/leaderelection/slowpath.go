@@ -32,6 +32,10 @@ const slowpathName = "leader_election_slowpath_total"
 type slowpathProvider struct {
 	counter *prometheus.CounterVec
 	made    atomic.Int64
+	// creating serializes Electors making client-go's elector, so that handoff, read by NewLeaderMetric while
+	// client-go makes one, is the flag of the Elector being made.
+	creating sync.Mutex
+	handoff  atomic.Pointer[atomic.Bool]
 }
 
 // slowpath installs the provider in client-go on first use and returns it. This, and the global it wraps, is
@@ -48,16 +52,26 @@ var slowpath = sync.OnceValue(func() *slowpathProvider {
 // NewLeaderMetric is called by client-go once per LeaderElector it creates.
 func (p *slowpathProvider) NewLeaderMetric() leaderelection.LeaderMetric {
 	p.made.Add(1)
-	return slowpathMetric{counter: p.counter}
+	return slowpathMetric{counter: p.counter, handoff: p.handoff.Load()}
 }
 
-// slowpathMetric counts slow paths; the leader status is the Elector's own gauge.
-type slowpathMetric struct{ counter *prometheus.CounterVec }
+// slowpathMetric counts slow paths; the leader status is the Elector's own gauge. The renewal that follows a
+// standby's takeover is not counted: client-go's elector has not seen the Lease yet, so it reads it first (its
+// slow path) although nobody contends for it.
+type slowpathMetric struct {
+	counter *prometheus.CounterVec
+	handoff *atomic.Bool
+}
 
 func (slowpathMetric) On(string)  {}
 func (slowpathMetric) Off(string) {}
 
-func (m slowpathMetric) SlowpathExercised(name string) { m.counter.WithLabelValues(name).Inc() }
+func (m slowpathMetric) SlowpathExercised(name string) {
+	if m.handoff != nil && m.handoff.CompareAndSwap(true, false) {
+		return
+	}
+	m.counter.WithLabelValues(name).Inc()
+}
 
 // registerSlowpath installs the provider (first call in the process) and registers its counter in reg, with
 // the series of Lease name at 0 so that it is scraped before the first slow path. A registry that has the
