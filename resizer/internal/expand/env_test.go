@@ -71,6 +71,17 @@ func newEnv(t *testing.T, o envOpts, fakeCSI *testutil.FakeCSI, objs ...runtime.
 // sync runs the handler on the stored claim, with the actions list and Events emptied first.
 func (e *env) sync(t *testing.T, name string) (time.Duration, error) {
 	t.Helper()
+	e.refreshPVs(t)
+	pvc := e.pvc(t, name)
+	e.client.ClearActions()
+	testutil.Events(e.events)
+	_, ctx := ktesting.NewTestContext(t)
+	return e.handler.Sync(ctx, pvc)
+}
+
+// refreshPVs copies the stored PersistentVolumes into the handler's lister.
+func (e *env) refreshPVs(t *testing.T) {
+	t.Helper()
 	list, err := e.client.CoreV1().PersistentVolumes().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +91,6 @@ func (e *env) sync(t *testing.T, name string) (time.Duration, error) {
 			t.Fatal(err)
 		}
 	}
-	pvc := e.pvc(t, name)
-	e.client.ClearActions()
-	testutil.Events(e.events)
-	_, ctx := ktesting.NewTestContext(t)
-	return e.handler.Sync(ctx, pvc)
 }
 
 func (e *env) pvc(t *testing.T, name string) *v1.PersistentVolumeClaim {

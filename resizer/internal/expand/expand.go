@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -304,7 +305,8 @@ func (h *Handler) failed(ctx context.Context, key string, pvc *v1.PersistentVolu
 // updateVolume writes the new capacity to the PersistentVolume, with the pre-resize capacity annotation when
 // the node still has to grow the filesystem.
 func (h *Handler) updateVolume(ctx context.Context, pv *v1.PersistentVolume, oldSize, newSize resource.Quantity, nodeExpansion bool) error {
-	updated, err := patch.Mutate(ctx, h.cfg.Client.CoreV1().PersistentVolumes().Patch, pv, func(p *v1.PersistentVolume) {
+	volumes := h.cfg.Client.CoreV1().PersistentVolumes()
+	mutate := func(p *v1.PersistentVolume) {
 		if p.Spec.Capacity == nil {
 			p.Spec.Capacity = v1.ResourceList{}
 		}
@@ -317,11 +319,23 @@ func (h *Handler) updateVolume(ctx context.Context, pv *v1.PersistentVolume, old
 				p.Annotations[PreResizeCapacityAnnotation] = oldSize.String()
 			}
 		}
-	})
+	}
+	// A conflict (the modify worker set the volume's class meanwhile) re-reads the volume and applies the
+	// capacity to it, rather than failing the sync and calling the driver again.
+	_, err := patch.RetryOnConflict(ctx, pv,
+		func(ctx context.Context) (*v1.PersistentVolume, error) {
+			return volumes.Get(ctx, pv.Name, metav1.GetOptions{})
+		},
+		func(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+			out, err := patch.Mutate(ctx, volumes.Patch, cur, mutate)
+			if err == nil {
+				h.writes.Wrote(cur, out)
+			}
+			return out, err
+		})
 	if err != nil {
 		return fmt.Errorf("persistentvolume %s: updating spec.capacity to %s: %w", pv.Name, newSize.String(), err)
 	}
-	h.writes.Wrote(pv, updated)
 	return nil
 }
 

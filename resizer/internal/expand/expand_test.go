@@ -357,3 +357,39 @@ func wantConditions(t *testing.T, pvc *v1.PersistentVolumeClaim, want ...v1.Pers
 		t.Errorf("conditions = %v, want %v", got, want)
 	}
 }
+
+// A claim written by someone else between the read and the resizer's patch (the modify worker, the kubelet)
+// costs a 409 and one GET, not a second ControllerExpandVolume.
+func TestConflictRereadsTheClaimAndCallsTheDriverOnce(t *testing.T) {
+	fake := &testutil.FakeCSI{NodeExpansion: true}
+	e := newEnv(t, envOpts{}, fake, testutil.PVC("c1", "pv1", "2Gi", "1Gi"), testutil.PV("pv1", "vol-1", "1Gi", "c1"))
+	e.refreshPVs(t)
+	stale := e.pvc(t, "c1")
+	fresh := stale.DeepCopy()
+	fresh.Labels = map[string]string{"touched": "by someone else"}
+	if _, err := e.client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Update(t.Context(), fresh, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.client.ClearActions()
+	if _, err := e.handler.Sync(t.Context(), stale); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	want := []string{
+		"patch persistentvolumeclaims/status c1", // 409
+		"get persistentvolumeclaims c1",
+		"patch persistentvolumeclaims/status c1",
+		"patch persistentvolumes pv1",
+		"patch persistentvolumeclaims/status c1",
+	}
+	if got := testutil.Actions(e.client); !slices.Equal(got, want) {
+		t.Errorf("API requests = %q, want %q", got, want)
+	}
+	if len(fake.Expands) != 1 {
+		t.Errorf("ControllerExpandVolume called %d times, want 1", len(fake.Expands))
+	}
+	pvc := e.pvc(t, "c1")
+	wantState(t, pvc, "2Gi", v1.PersistentVolumeClaimNodeResizePending)
+	if pvc.Labels["touched"] == "" {
+		t.Error("the other writer's change was lost")
+	}
+}

@@ -92,12 +92,25 @@ func errorCondition(cause error) v1.PersistentVolumeClaimCondition {
 	}
 }
 
+// writeStatus patches the claim's status with mutate. A conflict (the modify worker, the kubelet or
+// kube-controller-manager wrote the claim meanwhile) re-reads the claim and applies mutate to it: the fields
+// mutate sets are the resizer's own, and repeating the whole sync instead would repeat the CSI call.
 func (h *Handler) writeStatus(ctx context.Context, pvc *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
-	updated, err := patch.Status(ctx, h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch, pvc, mutate)
+	claims := h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace)
+	updated, err := patch.RetryOnConflict(ctx, pvc,
+		func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
+			return claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+		},
+		func(ctx context.Context, cur *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+			out, err := patch.Status(ctx, claims.Patch, cur, mutate)
+			if err == nil {
+				h.writes.Wrote(cur, out)
+			}
+			return out, err
+		})
 	if err != nil {
 		return pvc, err
 	}
-	h.writes.Wrote(pvc, updated)
 	return updated, nil
 }
 

@@ -24,13 +24,23 @@ func (h *Handler) markInProgress(ctx context.Context, pvc *v1.PersistentVolumeCl
 // repeats the idempotent call instead of leaving the volume's class behind), then on the claim, clearing
 // modifyVolumeStatus and the modify conditions.
 func (h *Handler) complete(ctx context.Context, pvc *v1.PersistentVolumeClaim, pv *v1.PersistentVolume, want string) error {
-	updated, err := patch.Mutate(ctx, h.cfg.Client.CoreV1().PersistentVolumes().Patch, pv, func(p *v1.PersistentVolume) {
-		p.Spec.VolumeAttributesClassName = &want
-	})
+	volumes := h.cfg.Client.CoreV1().PersistentVolumes()
+	// A conflict (the expand worker set the volume's capacity meanwhile) re-reads the volume and sets the class
+	// on it, rather than failing the sync and calling the driver again.
+	_, err := patch.RetryOnConflict(ctx, pv,
+		func(ctx context.Context) (*v1.PersistentVolume, error) {
+			return volumes.Get(ctx, pv.Name, metav1.GetOptions{})
+		},
+		func(ctx context.Context, cur *v1.PersistentVolume) (*v1.PersistentVolume, error) {
+			out, err := patch.Mutate(ctx, volumes.Patch, cur, func(p *v1.PersistentVolume) { p.Spec.VolumeAttributesClassName = &want })
+			if err == nil {
+				h.writes.Wrote(cur, out)
+			}
+			return out, err
+		})
 	if err != nil {
 		return fmt.Errorf("persistentvolume %s: setting spec.volumeAttributesClassName to %s: %w", pv.Name, want, err)
 	}
-	h.writes.Wrote(pv, updated)
 	if _, err := h.writeStatus(ctx, pvc, func(p *v1.PersistentVolumeClaim) {
 		p.Status.CurrentVolumeAttributesClassName = &want
 		p.Status.ModifyVolumeStatus = nil
@@ -41,12 +51,24 @@ func (h *Handler) complete(ctx context.Context, pvc *v1.PersistentVolumeClaim, p
 	return nil
 }
 
+// writeStatus patches the claim's status with mutate; a conflict (the expand worker or the kubelet wrote the
+// claim meanwhile) re-reads the claim and applies mutate to it, the fields it sets being the resizer's own.
 func (h *Handler) writeStatus(ctx context.Context, pvc *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
-	updated, err := patch.Status(ctx, h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch, pvc, mutate)
+	claims := h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace)
+	updated, err := patch.RetryOnConflict(ctx, pvc,
+		func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
+			return claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+		},
+		func(ctx context.Context, cur *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+			out, err := patch.Status(ctx, claims.Patch, cur, mutate)
+			if err == nil {
+				h.writes.Wrote(cur, out)
+			}
+			return out, err
+		})
 	if err != nil {
 		return pvc, err
 	}
-	h.writes.Wrote(pvc, updated)
 	return updated, nil
 }
 
