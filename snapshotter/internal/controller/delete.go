@@ -1,0 +1,110 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/shared/patch"
+	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
+	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
+)
+
+// deleteSnapshot handles a VolumeSnapshot being deleted. Unless a claim is being restored from it, its bound
+// content is marked volumesnapshot-being-deleted (so csi-snapshotter deletes the snapshot behind it) and, with
+// policy Delete, deleted; the snapshot's finalizers go, except the bound one while its content still exists, so
+// the VolumeSnapshot stays visible until the storage snapshot is really gone.
+func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot) error {
+	c.cfg.Metrics.Start(opmetrics.DeleteSnapshot, vs.UID, c.driverOf(vs), snapshotType(vs))
+	if !slices.Contains(vs.Finalizers, snapapi.SnapshotAsSourceFinalizer) && !slices.Contains(vs.Finalizers, snapapi.SnapshotBoundFinalizer) {
+		return nil
+	}
+	content, err := c.boundContent(vs)
+	if err != nil {
+		return err
+	}
+	deleteContent := content != nil && content.Spec.DeletionPolicy == snapv1.VolumeSnapshotContentDelete
+	if content != nil {
+		inUse, err := c.restoring(vs)
+		if err != nil {
+			return err
+		}
+		if inUse {
+			c.cfg.Events.Event(vs, v1.EventTypeWarning, "SnapshotDeletePending", "Snapshot is being used to restore a PVC")
+			return fmt.Errorf("snapshot %s/%s is in use (being used to restore a PVC), will retry deletion", vs.Namespace, vs.Name)
+		}
+		if content, err = c.markBeingDeleted(ctx, content); err != nil {
+			return err
+		}
+	}
+	if deleteContent && content.DeletionTimestamp == nil {
+		uid := content.UID
+		err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, content.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.cfg.Events.Event(vs, v1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
+			return fmt.Errorf("failed to delete VolumeSnapshotContent %s from API server: %w", content.Name, err)
+		}
+	}
+	if err := c.releaseClaim(ctx, vs, true); err != nil {
+		c.cfg.Events.Event(vs, v1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
+		return err
+	}
+	drop := []string{snapapi.SnapshotAsSourceFinalizer}
+	if !deleteContent {
+		drop = append(drop, snapapi.SnapshotBoundFinalizer)
+	}
+	_, err = patch.RetryOnConflict(ctx, vs, c.getSnapshot(vs), func(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
+		return patch.Mutate(ctx, c.snapshotPatch(vs.Namespace), vs, func(vs *snapv1.VolumeSnapshot) {
+			vs.Finalizers = slices.DeleteFunc(slices.Clone(vs.Finalizers), func(f string) bool { return slices.Contains(drop, f) })
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("removing finalizers of volumesnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
+	return nil
+}
+
+// boundContent is the content bound to vs both ways, nil if there is none (never bound, gone, or another
+// snapshot's).
+func (c *Controller) boundContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshotContent, error) {
+	var name string
+	switch {
+	case isBound(vs):
+		name = *vs.Status.BoundVolumeSnapshotContentName
+	case vs.Spec.Source.PersistentVolumeClaimName != nil:
+		name = dynamicContentName(vs)
+	default:
+		return nil, nil
+	}
+	content, err := c.contents.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !refersTo(content, vs) {
+		return nil, nil
+	}
+	return content, nil
+}
+
+// markBeingDeleted sets volumesnapshot-being-deleted on content: csi-snapshotter deletes the storage snapshot
+// only of a content so marked (or one deleted by a user).
+func (c *Controller) markBeingDeleted(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+	if _, ok := content.Annotations[snapapi.AnnBeingDeleted]; ok {
+		return content, nil
+	}
+	updated, err := patch.RetryOnConflict(ctx, content, c.getContent(content), func(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		return patch.SetAnnotation(ctx, c.contentPatch(), content, snapapi.AnnBeingDeleted, "yes")
+	})
+	if err != nil {
+		return content, fmt.Errorf("annotating VolumeSnapshotContent %s %s: %w", content.Name, snapapi.AnnBeingDeleted, err)
+	}
+	return updated, nil
+}
