@@ -96,6 +96,13 @@ func readPaging(f *form, lo, hi int, idsGiven bool) (paging, *apiError) {
 	if aerr != nil {
 		return p, aerr
 	}
+	// An explicit MaxResults=0 is what the SDK puts on the wire for aws.Int32(0), and what aws-ebs-csi-driver
+	// sends for ListSnapshots without max_entries (pkg/cloud/cloud.go ListSnapshots: MaxResults:
+	// aws.Int32(maxResults), refusing only 1-4), which works against EC2: EC2 reads 0 as "not given". See
+	// README.md.
+	if set && n == 0 {
+		set = false
+	}
 	if set {
 		if idsGiven {
 			return p, errCombination("The parameter maxResults cannot be used with a list of IDs.")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,76 @@ func TestRateLimitsPerActionClass(t *testing.T) {
 	}
 	_, err = c.DescribeVolumes(ctx, &ec2.DescribeVolumesInput{})
 	wantCode(t, err, "RequestLimitExceeded")
+}
+
+// TestLostAnswerAppliesTheAction: the action runs and only its answer is lost, so the caller sees a failure
+// while EC2 holds the volume (the leak drivers meet in production); the SDK's own retry, with the same
+// ClientToken, is answered with that volume instead of a second one; a Describe never "loses" an answer.
+func TestLostAnswerAppliesTheAction(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Faults = Faults{Actions: []string{"CreateVolume", "DescribeVolumes"}, LostAnswerRate: 1, Budget: 1, Seed: 42}
+	})
+	noRetry := newClient(t, s, func(o *clientOpts) { o.attempts = 1 })
+	in := &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1), VolumeType: "gp3"}
+	if _, err := noRetry.CreateVolume(ctxT(t), in); err == nil {
+		t.Fatal("CreateVolume answered despite the lost answer")
+	}
+	if n := len(s.State().Volumes); n != 1 {
+		t.Fatalf("after a lost answer EC2 holds %d volumes, want the 1 it made", n)
+	}
+	lost := s.Requests("CreateVolume", "LostAnswerDropped") + s.Requests("CreateVolume", "LostAnswerInternalError")
+	if lost != 1 {
+		t.Errorf("lost answers counted %d, want 1", lost)
+	}
+
+	s.SetFaults(Faults{Actions: []string{"CreateVolume"}, LostAnswerRate: 1, Budget: 1})
+	c := newClient(t, s)
+	in.ClientToken = aws.String("lost-once")
+	out, err := c.CreateVolume(ctxT(t), in)
+	if err != nil {
+		t.Fatalf("SDK retry after a lost answer: %v", err)
+	}
+	if n := len(s.State().Volumes); n != 2 {
+		t.Errorf("EC2 holds %d volumes, want 2: the retry with the same token must answer %s, not make another", n, aws.ToString(out.VolumeId))
+	}
+
+	s.SetFaults(Faults{LostAnswerRate: 1})
+	if _, err := noRetry.DescribeVolumes(ctxT(t), &ec2.DescribeVolumesInput{}); err != nil {
+		t.Errorf("DescribeVolumes lost its answer: %v", err)
+	}
+}
+
+// TestFaultsReplayFromSeed: the same seed gives the same faults for the same requests in the same order, and
+// the seed picked when none was given is reported, so a failing run can be replayed.
+func TestFaultsReplayFromSeed(t *testing.T) {
+	f := Faults{ThrottleRate: 0.3, InternalErrorRate: 0.2, DropRate: 0.1, LostAnswerRate: 0.3}
+	sequence := func(fi *faultInjector) []faultKind {
+		out := make([]faultKind, 200)
+		for i := range out {
+			out[i] = fi.apply(context.Background(), "CreateVolume", i%3 != 0)
+		}
+		return out
+	}
+	picked := newFaultInjector(f).currentSeed()
+	if picked == 0 {
+		t.Fatal("no seed reported")
+	}
+	f.Seed = picked
+	a, b := sequence(newFaultInjector(f)), sequence(newFaultInjector(f))
+	if !slices.Equal(a, b) {
+		t.Fatalf("seed %d gave two sequences:\n%v\n%v", picked, a, b)
+	}
+	kinds := map[faultKind]bool{}
+	for _, k := range a {
+		kinds[k] = true
+	}
+	for _, k := range []faultKind{faultNone, faultThrottle, faultInternal, faultDrop, faultLostDrop, faultLostInternal} {
+		if !kinds[k] {
+			t.Errorf("200 requests never drew fault kind %d", k)
+		}
+	}
+	f.Seed = picked + 1
+	if slices.Equal(a, sequence(newFaultInjector(f))) {
+		t.Errorf("seeds %d and %d gave the same 200 faults", picked, picked+1)
+	}
 }

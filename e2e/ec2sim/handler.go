@@ -83,15 +83,25 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, reqID, c, nil, aerr)
 		return
 	}
-	drop, aerr := s.interfere(r.Context(), c)
+	fault, aerr := s.interfere(r.Context(), c)
 	switch {
-	case drop:
+	case fault == faultDrop:
 		s.count(c.label, "Dropped")
 		dropConnection(w)
+		return
 	case aerr != nil:
 		s.answer(w, reqID, c, nil, aerr)
+		return
+	}
+	out, aerr := s.run(c)
+	switch {
+	case aerr == nil && fault == faultLostDrop:
+		s.count(c.label, "LostAnswerDropped")
+		dropConnection(w)
+	case aerr == nil && fault == faultLostInternal:
+		s.count(c.label, "LostAnswerInternalError")
+		writeError(w, reqID, errInternal())
 	default:
-		out, aerr := s.run(c)
 		s.answer(w, reqID, c, out, aerr)
 	}
 }
@@ -127,20 +137,22 @@ func (s *Server) admit(r *http.Request) (call, *apiError) {
 }
 
 // interfere applies the injected faults (after their added latency) and the rate limits to an admitted call:
-// drop means the connection is to close without an answer, an error is the answer instead of the action's.
-func (s *Server) interfere(ctx context.Context, c call) (drop bool, aerr *apiError) {
-	switch s.faults.apply(ctx, c.action) {
-	case faultDrop:
-		return true, nil
+// faultDrop means the connection is to close without an answer, an error is the answer instead of the
+// action's, and a lost-answer fault is for serveEC2 to apply once the action has run.
+func (s *Server) interfere(ctx context.Context, c call) (faultKind, *apiError) {
+	fault := s.faults.apply(ctx, c.action, c.op.mutating)
+	switch fault {
 	case faultThrottle:
-		return false, errThrottled()
+		return fault, errThrottled()
 	case faultInternal:
-		return false, errInternal()
+		return fault, errInternal()
+	case faultDrop:
+		return fault, nil
 	}
 	if !s.limits.allow(c.op.mutating) {
-		return false, errThrottled()
+		return faultNone, errThrottled()
 	}
-	return false, nil
+	return fault, nil
 }
 
 // run carries out the transitions due by now and then the action, under the lock, and persists what changed.

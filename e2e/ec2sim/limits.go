@@ -15,9 +15,16 @@ type volumeLimits struct {
 	reportsIops      bool
 }
 
+// volumeTypes is EBS's limits per volume type, as of 2026-11, from the EBS User Guide's "Amazon EBS volume
+// types" tables (docs.aws.amazon.com/ebs/latest/userguide/ebs-volume-types.html). gp3 follows the September
+// 2025 raise ("Amazon EBS gp3 volumes now support up to 64 TiB, 80,000 IOPS and 2,000 MiB/s", AWS What's
+// New, 2025-09-26): up to 64 TiB, 80,000 IOPS (500 per GiB above the 3,000 baseline) and 2,000 MiB/s (0.25 MiB/s
+// per IOPS above the 125 MiB/s baseline). io2 is Block Express (64 TiB, 256,000 IOPS, 1,000 per GiB); io1
+// 16 TiB, 64,000 IOPS, 50 per GiB. Drivers learn the IOPS maximum from EC2's error text (see resolve), so
+// changing a number here is all it takes for them to follow.
 var volumeTypes = map[string]volumeLimits{
 	"gp2":      {minSize: 1, maxSize: 16384, reportsIops: true},
-	"gp3":      {minSize: 1, maxSize: 16384, minIops: 3000, maxIops: 16000, iopsPerGiB: 500, baseIops: 3000, defaultIops: 3000, minTput: 125, maxTput: 1000, defaultTput: 125, reportsIops: true},
+	"gp3":      {minSize: 1, maxSize: 65536, minIops: 3000, maxIops: 80000, iopsPerGiB: 500, baseIops: 3000, defaultIops: 3000, minTput: 125, maxTput: 2000, defaultTput: 125, reportsIops: true},
 	"io1":      {minSize: 4, maxSize: 16384, minIops: 100, maxIops: 64000, iopsPerGiB: 50, multiAttach: true, reportsIops: true},
 	"io2":      {minSize: 4, maxSize: 65536, minIops: 100, maxIops: 256000, iopsPerGiB: 1000, multiAttach: true, reportsIops: true},
 	"st1":      {minSize: 125, maxSize: 16384},

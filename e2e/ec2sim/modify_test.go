@@ -89,7 +89,7 @@ func TestModifyVolumeStateMachine(t *testing.T) {
 	_, err = c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), VolumeType: "io2"})
 	wantCode(t, err, "MissingParameter")
 	_, err = c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), Iops: aws.Int32(1 << 30)})
-	if msg := wantCode(t, err, "InvalidParameterValue"); !strings.Contains(msg, "maximum is 16000") {
+	if msg := wantCode(t, err, "InvalidParameterValue"); !strings.Contains(msg, "maximum is 80000") {
 		t.Errorf("iops too high: %q", msg)
 	}
 	_, err = c.ModifyVolume(ctx, &ec2.ModifyVolumeInput{VolumeId: aws.String(id), VolumeType: "io2", Iops: aws.Int32(2000), DryRun: aws.Bool(true)})

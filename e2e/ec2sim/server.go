@@ -255,6 +255,10 @@ func (s *Server) SetFaults(f Faults) { s.faults.set(f) }
 // Faults returns the fault profile in force.
 func (s *Server) Faults() Faults { return s.faults.get() }
 
+// FaultSeed is the seed of the faults in force: Faults.Seed, or the one picked because it was zero. A run
+// that prints it can be replayed with Faults.Seed set to it.
+func (s *Server) FaultSeed() uint64 { return s.faults.currentSeed() }
+
 // Quotas returns the account's quotas.
 func (s *Server) Quotas() Quotas { return s.quotas.get() }
 

@@ -157,6 +157,14 @@ func TestDescribeSnapshotsFiltersAndPaging(t *testing.T) {
 	}
 	_, err = c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{MaxResults: aws.Int32(4)})
 	wantCode(t, err, "InvalidParameterValue")
+	// MaxResults=0 is sent (aws.Int32(0)) by drivers that mean "no limit", and EC2 reads it so; IDs with it too.
+	out, err = c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{MaxResults: aws.Int32(0)})
+	if err != nil || len(out.Snapshots) != 8 || out.NextToken != nil {
+		t.Errorf("MaxResults=0: %d snapshots, next token %v, %v; want all 8 in one page", len(out.Snapshots), out.NextToken, err)
+	}
+	if out, err := c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{MaxResults: aws.Int32(0), SnapshotIds: ids[:1]}); err != nil || len(out.Snapshots) != 1 {
+		t.Errorf("MaxResults=0 with an ID: %v, %v", out, err)
+	}
 	out, err = c.DescribeSnapshots(ctx, &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}, Filters: []types.Filter{{Name: aws.String("status"), Values: []string{"pending", "completed"}}}})
 	if err != nil || len(out.Snapshots) != 8 {
 		t.Errorf("owner self: %d %v", len(out.Snapshots), err)

@@ -85,22 +85,79 @@ func readSpec(f *form) (volumeSpec, *apiError) {
 	return sp, nil
 }
 
-// tokenParams is the canonical form of a request, compared when a ClientToken is reused.
+// tokenParams is the canonical form of a request, compared when a ClientToken is reused. EC2 compares the
+// parameters, not the order they came in: tags are a set, and so is the list of tag specifications, so a
+// retry that sends the same tags in another order (a map iterated anew) is the same request.
 func tokenParams(f *form) string {
-	keys := make([]string, 0, len(f.values))
-	for k := range f.values {
+	var plain []string
+	specs := map[string]*tagSpec{}
+	for k, v := range f.values {
 		switch k {
 		case "Action", "Version", "ClientToken", "DryRun":
 			continue
 		}
-		keys = append(keys, k)
+		if idx, field, ok := tagSpecField(k); ok {
+			sp := specs[idx]
+			if sp == nil {
+				sp = &tagSpec{keys: map[string]string{}, values: map[string]string{}}
+				specs[idx] = sp
+			}
+			switch {
+			case field == "ResourceType":
+				sp.resourceType = v
+			case strings.HasSuffix(field, ".Key"):
+				sp.keys[strings.TrimSuffix(field, ".Key")] = v
+			case strings.HasSuffix(field, ".Value"):
+				sp.values[strings.TrimSuffix(field, ".Value")] = v
+			default:
+				plain = append(plain, k+"="+v)
+			}
+			continue
+		}
+		plain = append(plain, k+"="+v)
 	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + f.values[k] + "\n")
+	sort.Strings(plain)
+	canonSpecs := make([]string, 0, len(specs))
+	for _, sp := range specs {
+		canonSpecs = append(canonSpecs, sp.canonical())
 	}
-	return b.String()
+	sort.Strings(canonSpecs)
+	return strings.Join(plain, "\n") + "\n" + strings.Join(canonSpecs, "\n")
+}
+
+// tagSpec is one TagSpecification.N of a request: its resource type and tags by their index N.
+type tagSpec struct {
+	resourceType string
+	keys, values map[string]string
+}
+
+// canonical is the spec with its tags as a sorted set of key=value pairs.
+func (sp *tagSpec) canonical() string {
+	pairs := make([]string, 0, len(sp.keys))
+	for i, k := range sp.keys {
+		pairs = append(pairs, k+"="+sp.values[i])
+	}
+	sort.Strings(pairs)
+	return "TagSpecification(" + sp.resourceType + "){" + strings.Join(pairs, ",") + "}"
+}
+
+// tagSpecField splits "TagSpecification.N.Rest" into N and Rest ("ResourceType", "Tag.M.Key", ...).
+func tagSpecField(key string) (idx, field string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "TagSpecification.")
+	if !ok {
+		return "", "", false
+	}
+	idx, field, ok = strings.Cut(rest, ".")
+	if !ok {
+		return "", "", false
+	}
+	if field == "ResourceType" {
+		return idx, field, true
+	}
+	if t, ok := strings.CutPrefix(field, "Tag."); ok {
+		return idx, t, true
+	}
+	return idx, field, true
 }
 
 // checkToken implements ClientToken idempotency: the same token with the same parameters answers the

@@ -21,13 +21,13 @@ func TestCreateVolumeValidatesLikeEC2(t *testing.T) {
 		wantMsg  string
 	}{
 		{"gp3 too small", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(0)}, "InvalidParameterValue", "too small"},
-		{"gp3 too large", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(16385)}, "InvalidParameterValue", "maximum is 16384GiB"},
+		{"gp3 too large", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(65537)}, "InvalidParameterValue", "maximum is 65536GiB"},
 		{"io2 block express size", ec2.CreateVolumeInput{VolumeType: "io2", Size: aws.Int32(65537), Iops: aws.Int32(1000)}, "InvalidParameterValue", "maximum is 65536GiB"},
 		{"io1 too small", ec2.CreateVolumeInput{VolumeType: "io1", Size: aws.Int32(3), Iops: aws.Int32(100)}, "InvalidParameterValue", "minimum is 4GiB"},
 		{"st1 too small", ec2.CreateVolumeInput{VolumeType: "st1", Size: aws.Int32(100)}, "InvalidParameterValue", "minimum is 125GiB"},
 		{"standard too large", ec2.CreateVolumeInput{VolumeType: "standard", Size: aws.Int32(1025)}, "InvalidParameterValue", "maximum is 1024GiB"},
 		{"unknown type", ec2.CreateVolumeInput{VolumeType: "gp9", Size: aws.Int32(1)}, "InvalidParameterValue", "volumeType"},
-		{"gp3 iops too high", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(100), Iops: aws.Int32(16001)}, "InvalidParameterValue", "Volume iops of 16001 is too high; maximum is 16000."},
+		{"gp3 iops too high", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(200), Iops: aws.Int32(80001)}, "InvalidParameterValue", "Volume iops of 80001 is too high; maximum is 80000."},
 		{"gp3 iops too low", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(100), Iops: aws.Int32(2999)}, "InvalidParameterValue", "minimum is 3000"},
 		{"gp3 iops ratio", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(8), Iops: aws.Int32(5000)}, "InvalidParameterValue", "ratio of 625.000000 is too high; maximum is 500.000000"},
 		{"io1 ratio", ec2.CreateVolumeInput{VolumeType: "io1", Size: aws.Int32(10), Iops: aws.Int32(501)}, "InvalidParameterValue", "maximum is 50.000000"},
@@ -35,7 +35,7 @@ func TestCreateVolumeValidatesLikeEC2(t *testing.T) {
 		{"io1 needs iops", ec2.CreateVolumeInput{VolumeType: "io1", Size: aws.Int32(10)}, "MissingParameter", "iops"},
 		{"gp2 iops", ec2.CreateVolumeInput{VolumeType: "gp2", Size: aws.Int32(10), Iops: aws.Int32(300)}, "InvalidParameterCombination", "The parameter iops is not supported for gp2 volumes."},
 		{"io2 throughput", ec2.CreateVolumeInput{VolumeType: "io2", Size: aws.Int32(10), Iops: aws.Int32(1000), Throughput: aws.Int32(200)}, "InvalidParameterCombination", "throughput is not supported"},
-		{"gp3 throughput too high", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(100), Iops: aws.Int32(16000), Throughput: aws.Int32(1001)}, "InvalidParameterValue", "maximum is 1000"},
+		{"gp3 throughput too high", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(200), Iops: aws.Int32(80000), Throughput: aws.Int32(2001)}, "InvalidParameterValue", "maximum is 2000"},
 		{"gp3 throughput too low", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(100), Throughput: aws.Int32(124)}, "InvalidParameterValue", "minimum is 125"},
 		{"gp3 throughput per iops", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(100), Iops: aws.Int32(3000), Throughput: aws.Int32(751)}, "InvalidParameterValue", "maximum is 0.250000 MiBps per iops"},
 		{"gp3 multi-attach", ec2.CreateVolumeInput{VolumeType: "gp3", Size: aws.Int32(10), MultiAttachEnabled: aws.Bool(true)}, "InvalidParameterCombination", "multiAttachEnabled"},
@@ -70,7 +70,7 @@ func TestCreateVolumeDryRunReportsMaxIops(t *testing.T) {
 	s := startServer(t, nil)
 	c := newClient(t, s)
 	maxRe := regexp.MustCompile(`(?i)volume iops.*is too high.*maximum is (\d+)`)
-	for typ, want := range map[types.VolumeType]string{"gp3": "16000", "io1": "64000", "io2": "256000"} {
+	for typ, want := range map[types.VolumeType]string{"gp3": "80000", "io1": "64000", "io2": "256000"} {
 		_, err := c.CreateVolume(ctxT(t), &ec2.CreateVolumeInput{
 			AvailabilityZone: aws.String(testZone), VolumeType: typ, Size: aws.Int32(4), Iops: aws.Int32(math.MaxInt32), DryRun: aws.Bool(true),
 			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: []types.Tag{{Key: aws.String("CSIVolumeName"), Value: aws.String("IopsLimitDryRun")}}}},
@@ -111,6 +111,40 @@ func TestCreateVolumeDefaultsAndEncryption(t *testing.T) {
 	}
 	if aws.ToInt32(io2.Iops) != 10000 || !aws.ToBool(io2.MultiAttachEnabled) {
 		t.Errorf("io2: iops %d multi-attach %v", aws.ToInt32(io2.Iops), aws.ToBool(io2.MultiAttachEnabled))
+	}
+}
+
+// TestClientTokenIgnoresTagOrder: EC2 compares a retried request's parameters, not their order, so the same
+// tags sent in another order (a Go map iterated anew by the retrying driver) answer the first volume, while a
+// changed tag value is still a mismatch.
+func TestClientTokenIgnoresTagOrder(t *testing.T) {
+	s := startServer(t, nil)
+	c := newClient(t, s)
+	ctx := ctxT(t)
+	in := func(tags ...types.Tag) *ec2.CreateVolumeInput {
+		return &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(10), VolumeType: "gp3",
+			ClientToken:       aws.String("tok-tags"),
+			TagSpecifications: []types.TagSpecification{{ResourceType: types.ResourceTypeVolume, Tags: tags}}}
+	}
+	a := types.Tag{Key: aws.String("CSIVolumeName"), Value: aws.String("pvc-1")}
+	b := types.Tag{Key: aws.String("ebs.csi.aws.com/cluster"), Value: aws.String("true")}
+	first, err := c.CreateVolume(ctx, in(a, b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.CreateVolume(ctx, in(b, a))
+	if err != nil {
+		t.Fatalf("same tags in another order: %v", err)
+	}
+	if aws.ToString(again.VolumeId) != aws.ToString(first.VolumeId) {
+		t.Errorf("same token and tags made %s and %s", aws.ToString(first.VolumeId), aws.ToString(again.VolumeId))
+	}
+	changed := b
+	changed.Value = aws.String("false")
+	_, err = c.CreateVolume(ctx, in(changed, a))
+	wantCode(t, err, "IdempotentParameterMismatch")
+	if n := len(s.State().Volumes); n != 1 {
+		t.Errorf("%d volumes, want 1", n)
 	}
 }
 

@@ -76,6 +76,13 @@ func (c *Cloud) attachError(ctx context.Context, volumeID, instanceID, device st
 	case isCode(err, "AttachmentLimitExceeded"):
 		return fmt.Errorf("%w: %w", ErrLimitExceeded, err)
 	case isCode(err, "VolumeInUse"):
+		// EC2 says VolumeInUse for an attachment to this very instance too: an earlier AttachVolume whose
+		// answer was lost (connection closed, 500) and that the SDK re-sent. Then it is our attachment.
+		if c.attachedHere(ctx, volumeID, instanceID) {
+			if werr := c.waitAttached(ctx, volumeID, instanceID, device); werr == nil {
+				return nil
+			}
+		}
 		return fmt.Errorf("volume %s is attached to another instance: %w: %w", volumeID, ErrVolumeInUse, err)
 	case isCode(err, "InvalidVolume.NotFound", "InvalidInstanceID.NotFound"):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
@@ -86,6 +93,20 @@ func (c *Cloud) attachError(ctx context.Context, volumeID, instanceID, device st
 		}
 	}
 	return fmt.Errorf("attach volume %s to %s: %w", volumeID, instanceID, err)
+}
+
+// attachedHere reports whether the volume is attached or attaching to the instance, as far as EC2 says now.
+func (c *Cloud) attachedHere(ctx context.Context, volumeID, instanceID string) bool {
+	d, err := c.GetDisk(ctx, volumeID)
+	if err != nil {
+		return false
+	}
+	for _, a := range d.Attachments {
+		if a.InstanceID == instanceID && a.State != string(types.VolumeAttachmentStateDetached) && a.State != string(types.VolumeAttachmentStateDetaching) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cloud) waitAttached(ctx context.Context, volumeID, instanceID, device string) error {

@@ -91,6 +91,18 @@ func (c *Cloud) ModifyDisk(ctx context.Context, volumeID string, opts ModifyOpti
 	}
 	out, err := c.ec2.ModifyVolume(ctx, in, c.retryers.option("ModifyVolume"))
 	if err != nil {
+		// The SDK re-sends a ModifyVolume whose answer was lost (a 500, a closed connection), and EC2 then
+		// refuses the repeat: the modification is in progress, or the volume already has the configuration.
+		// If the volume shows what was asked, that modification is ours.
+		if isCode(err, "IncorrectModificationState", "InvalidParameterCombination") {
+			if d, gerr := c.GetDisk(ctx, volumeID); gerr == nil && !target.changes(d) {
+				logger.Info("ModifyVolume refused, but the volume already has the requested configuration", "err", err)
+				if err := c.waitModified(ctx, volumeID); err != nil {
+					return 0, err
+				}
+				return d.CapacityGiB, nil
+			}
+		}
 		return 0, c.modifyError(volumeID, err)
 	}
 	logger.V(4).Info("ModifyVolume accepted", "size", target.size, "type", target.volumeType, "iops", target.iops, "throughput", target.throughput)

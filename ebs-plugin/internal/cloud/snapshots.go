@@ -45,18 +45,31 @@ func (c *Cloud) CreateSnapshot(ctx context.Context, name, volumeID string, opts 
 	if opts.OutpostARN != "" {
 		in.OutpostArn = aws.String(opts.OutpostARN)
 	}
-	out, err := c.ec2.CreateSnapshot(ctx, in, c.retryers.option("CreateSnapshot"))
-	if err != nil {
-		switch {
-		case isCode(err, "InvalidVolume.NotFound"):
-			return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
-		case isCode(err, "SnapshotLimitExceeded", "SnapshotCreationPerVolumeRateExceeded"):
-			return nil, fmt.Errorf("%w: %w", ErrLimitExceeded, err)
+	// CreateSnapshot has no ClientToken: an SDK retry after a 500 or a closed connection could make a second
+	// snapshot when EC2 made the first and only its answer was lost. So only throttling (never carried out)
+	// is retried here; any other failure is settled by looking the snapshot up by its name tag.
+	out, err := c.ec2.CreateSnapshot(ctx, in, c.retryers.throttleOnly("CreateSnapshot"))
+	var snap *Snapshot
+	switch {
+	case err == nil:
+		snap = snapshotFrom(types.Snapshot{SnapshotId: out.SnapshotId, VolumeId: out.VolumeId, VolumeSize: out.VolumeSize,
+			StartTime: out.StartTime, State: out.State, Tags: out.Tags})
+	case isCode(err, "InvalidVolume.NotFound"):
+		return nil, fmt.Errorf("%w: %w", ErrNotFound, err)
+	case isCode(err, "SnapshotLimitExceeded", "SnapshotCreationPerVolumeRateExceeded"):
+		return nil, fmt.Errorf("%w: %w", ErrLimitExceeded, err)
+	default:
+		// The call's own deadline may be what failed it; the lookup gets a short one of its own.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		found, lerr := c.GetSnapshotByName(lctx, name)
+		cancel()
+		if lerr != nil || found.SourceVolumeID != volumeID {
+			// Not made (or not visible yet): the caller's retry looks it up by name again before creating.
+			return nil, fmt.Errorf("create snapshot of %s: %w", volumeID, err)
 		}
-		return nil, fmt.Errorf("create snapshot of %s: %w", volumeID, err)
+		klog.FromContext(ctx).Info("CreateSnapshot failed but EC2 made the snapshot; using it", "snapshotID", found.SnapshotID, "err", err)
+		snap = found
 	}
-	snap := snapshotFrom(types.Snapshot{SnapshotId: out.SnapshotId, VolumeId: out.VolumeId, VolumeSize: out.VolumeSize,
-		StartTime: out.StartTime, State: out.State, Tags: out.Tags})
 	if len(opts.FSRZones) > 0 {
 		if err := c.enableFSR(ctx, snap.SnapshotID, opts.FSRZones); err != nil {
 			return nil, c.undoSnapshot(ctx, snap.SnapshotID, err)
