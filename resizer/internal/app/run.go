@@ -18,6 +18,7 @@ import (
 	"github.com/stowage-csi/stowage/resizer/internal/inuse"
 	"github.com/stowage-csi/stowage/resizer/internal/modify"
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/sidecar"
 	"github.com/stowage-csi/stowage/shared/workqueue"
@@ -123,18 +124,24 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 // chooseResizer reports whether the driver expands volumes in the controller (the CSI resizer) or only on the
 // node (the trivial resizer). A driver that does neither cannot be served: upstream exits too.
 func chooseResizer(ctx context.Context, env *sidecar.Env) (bool, error) {
-	if env.PluginCaps.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) &&
-		env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+	return resizerKind(env.DriverName, env.PluginCaps, env.ControllerCaps, func() (csiconn.NodeCapabilities, error) {
+		return env.CSI.NodeCapabilities(ctx)
+	})
+}
+
+// resizerKind is chooseResizer's decision; node is asked only when the other capabilities do not decide.
+func resizerKind(driver string, plugin csiconn.PluginCapabilities, ctrl csiconn.ControllerCapabilities,
+	node func() (csiconn.NodeCapabilities, error)) (bool, error) {
+	if plugin.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) && ctrl.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
 		return true, nil
 	}
-	if len(env.PluginCaps.VolumeExpansion) > 0 {
+	if len(plugin.VolumeExpansion) > 0 {
 		return false, nil
 	}
-	nodeCaps, err := env.CSI.NodeCapabilities(ctx)
-	if err == nil && nodeCaps.Has(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
+	if nodeCaps, err := node(); err == nil && nodeCaps.Has(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
 		return false, nil
 	}
-	return false, fmt.Errorf("CSI driver %s supports neither controller nor node volume expansion", env.DriverName)
+	return false, fmt.Errorf("CSI driver %s supports neither controller nor node volume expansion", driver)
 }
 
 // modifies decides whether claims' VolumeAttributesClasses are applied: the gate on, the driver with
