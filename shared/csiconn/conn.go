@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -39,6 +40,10 @@ type Options struct {
 type Conn struct {
 	conn    *grpc.ClientConn
 	timeout time.Duration
+	// onLoss is Options.OnConnectionLoss or its default; following counts the FollowRestarts calls running,
+	// during which a lost connection is redialled instead (restart.go).
+	onLoss    func(context.Context) bool
+	following atomic.Int32
 }
 
 // Connect dials the driver, waiting up to 30 s for its socket (csi-lib-utils' connection.Connect).
@@ -50,11 +55,13 @@ func Connect(ctx context.Context, o Options) (*Conn, error) {
 	if onLoss == nil {
 		onLoss = connection.ExitOnConnectionLoss()
 	}
-	conn, err := connection.Connect(ctx, o.Address, o.Metrics, connection.OnConnectionLoss(onLoss))
+	c := &Conn{timeout: o.Timeout, onLoss: onLoss}
+	conn, err := connection.Connect(ctx, o.Address, o.Metrics, connection.OnConnectionLoss(c.lost))
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CSI driver at %q: %w", o.Address, err)
 	}
-	return &Conn{conn: conn, timeout: o.Timeout}, nil
+	c.conn = conn
+	return c, nil
 }
 
 // GRPC returns the underlying connection, for creating csi.ControllerClient and friends.

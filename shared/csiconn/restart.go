@@ -1,0 +1,132 @@
+package csiconn
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/connectivity"
+	"k8s.io/klog/v2"
+)
+
+// Upstream's sidecars exit when the driver's socket goes away, and notice that only at their next call, which
+// for an idle sidecar or one whose work waits out a backoff can be tens of seconds later; the restarted
+// container then starts over (and, being a new leader election candidate, may wait out its own old Lease).
+// FollowRestarts is the alternative a sidecar opts into while it leads: it watches the connection's state,
+// redials at once when the driver goes away, and when the driver is back and ready tells the sidecar, which
+// retries its pending work at once instead of after its backoff.
+
+// driverIdentity is what a sidecar learnt about its driver at start-up and builds on.
+type driverIdentity struct {
+	name       string
+	plugin     PluginCapabilities
+	controller ControllerCapabilities
+}
+
+func (a driverIdentity) equal(b driverIdentity) bool {
+	return a.name == b.name && maps.Equal(a.plugin.Services, b.plugin.Services) &&
+		maps.Equal(a.plugin.VolumeExpansion, b.plugin.VolumeExpansion) && maps.Equal(a.controller, b.controller)
+}
+
+// identify reads the driver's name and its plugin and controller capabilities.
+func (c *Conn) identify(ctx context.Context) (driverIdentity, error) {
+	var id driverIdentity
+	var err error
+	if id.name, err = c.DriverName(ctx); err != nil {
+		return id, err
+	}
+	if id.plugin, err = c.PluginCapabilities(ctx); err != nil {
+		return id, err
+	}
+	if id.plugin.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) {
+		if id.controller, err = c.ControllerCapabilities(ctx); err != nil {
+			return id, err
+		}
+	}
+	return id, nil
+}
+
+// lost is the connection-loss hook given to csi-lib-utils: redial while FollowRestarts runs, otherwise do what
+// Options.OnConnectionLoss says (by default exit).
+func (c *Conn) lost(ctx context.Context) bool {
+	if c.following.Load() > 0 {
+		klog.FromContext(ctx).Info("Lost the connection to the CSI driver, reconnecting")
+		return true
+	}
+	return c.onLoss(ctx)
+}
+
+// FollowRestarts keeps the connection across restarts of the driver until ctx ends, and calls onBack each time
+// the driver is back: connected again and ready by Probe, with the name and capabilities it had when
+// FollowRestarts started. A driver that comes back as something else (another name, other capabilities, as
+// after an upgrade) is treated as a lost connection (Options.OnConnectionLoss, by default exit), so that the
+// sidecar starts over and learns it again, as upstream's would. It returns ctx's error, or an error if the
+// driver cannot be identified at the start or the connection is closed.
+func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context)) error {
+	logger := klog.FromContext(ctx)
+	known, err := c.identify(ctx)
+	if err != nil {
+		return fmt.Errorf("identifying the CSI driver to follow its restarts: %w", err)
+	}
+	c.following.Add(1)
+	defer c.following.Add(-1)
+
+	down := false
+	state := c.conn.GetState()
+	for {
+		switch state {
+		case connectivity.Idle:
+			// gRPC redials an idle connection only for the next call: redial now, so the driver's return is
+			// noticed when it happens.
+			down = true
+			c.conn.Connect()
+		case connectivity.Connecting, connectivity.TransientFailure:
+			down = true
+		case connectivity.Ready:
+			if down {
+				down = false
+				logger.Info("CSI driver connection is back, probing the driver")
+				if err := c.cameBack(ctx, known, onBack); err != nil {
+					return err
+				}
+			}
+		case connectivity.Shutdown:
+			return fmt.Errorf("following CSI driver restarts: the connection is closed")
+		}
+		if !c.conn.WaitForStateChange(ctx, state) {
+			return ctx.Err()
+		}
+		state = c.conn.GetState()
+	}
+}
+
+// cameBack waits until the returned driver is ready, checks it is the same driver, and calls onBack. A driver
+// that fails while being probed is left to the state watch: its next return is probed again.
+func (c *Conn) cameBack(ctx context.Context, known driverIdentity, onBack func(context.Context)) error {
+	logger := klog.FromContext(ctx)
+	if err := c.ProbeUntilReady(ctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Error(err, "CSI driver came back but is not ready")
+		return nil
+	}
+	now, err := c.identify(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		logger.Error(err, "CSI driver came back but cannot be identified")
+		return nil
+	}
+	if !now.equal(known) {
+		logger.Info("CSI driver came back as a different driver, handling it as a lost connection",
+			"name", now.name, "previousName", known.name)
+		c.onLoss(ctx)
+		return fmt.Errorf("CSI driver %q came back as %q with other capabilities", known.name, now.name)
+	}
+	logger.Info("CSI driver is back and ready")
+	onBack(ctx)
+	return nil
+}

@@ -1,0 +1,163 @@
+package csiconn
+
+import (
+	"context"
+	"errors"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
+
+// restart serves d again on its socket, as a driver container restarted by the kubelet does, until the
+// returned function stops it (at the latest when the test ends).
+func restart(t *testing.T, d *testutil.FakeCSIDriver) (stop func()) {
+	t.Helper()
+	l, err := net.Listen("unix", d.Address)
+	if err != nil {
+		t.Fatalf("listening again on %s: %v", d.Address, err)
+	}
+	srv := grpc.NewServer()
+	csi.RegisterIdentityServer(srv, d)
+	csi.RegisterControllerServer(srv, d)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(l)
+	}()
+	stop = func() {
+		srv.Stop()
+		<-served
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// following is FollowRestarts running on a connection until the test ends.
+type following struct {
+	back  chan struct{} // receives each return of the driver
+	ended chan struct{} // closed when FollowRestarts has returned
+	err   error         // its result, once ended
+}
+
+func follow(t *testing.T, c *Conn) *following {
+	t.Helper()
+	f := &following{back: make(chan struct{}, 4), ended: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer close(f.ended)
+		f.err = c.FollowRestarts(ctx, func(context.Context) { f.back <- struct{}{} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-f.ended
+	})
+	testutil.Eventually(t, 30*time.Second, "FollowRestarts to identify the driver", func() (bool, error) {
+		return c.following.Load() == 1, nil
+	})
+	return f
+}
+
+func TestFollowRestartsReportsTheDriverBack(t *testing.T) {
+	d := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d",
+		PluginServices: []csi.PluginCapability_Service_Type{csi.PluginCapability_Service_CONTROLLER_SERVICE},
+		ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME}})
+	c, lost := connect(t, d, nil)
+	f := follow(t, c)
+
+	stop := d.Stop
+	for round := range 2 {
+		probes := d.ProbeCount()
+		stop()
+		stop = restart(t, d)
+		select {
+		case <-f.back:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("round %d: the driver's return was not reported, without any call made through the connection", round)
+		}
+		if d.ProbeCount() <= probes {
+			t.Errorf("round %d: the driver was reported back without a Probe", round)
+		}
+		if _, err := c.DriverName(context.Background()); err != nil {
+			t.Errorf("round %d: a call after the driver's return failed: %v", round, err)
+		}
+	}
+	select {
+	case <-lost:
+		t.Error("the connection-loss hook ran while following restarts")
+	default:
+	}
+}
+
+func TestFollowRestartsTreatsAnotherDriverAsLost(t *testing.T) {
+	d := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d"})
+	c, lost := connect(t, d, nil)
+	f := follow(t, c)
+	d.Stop()
+	d.Name = "upgraded"
+	restart(t, d)
+	select {
+	case <-f.ended:
+		if f.err == nil || !strings.Contains(f.err.Error(), `"upgraded"`) {
+			t.Fatalf("FollowRestarts() = %v, want an error naming the new driver", f.err)
+		}
+	case <-f.back:
+		t.Fatal("a driver that came back under another name was reported back")
+	case <-time.After(30 * time.Second):
+		t.Fatal("FollowRestarts did not notice the driver changed")
+	}
+	select {
+	case <-lost:
+	default:
+		t.Error("the connection-loss hook did not run for a changed driver")
+	}
+}
+
+func TestPendingRequeuesFailedAndRunningItems(t *testing.T) {
+	p := NewPending[string]()
+	release := make(chan struct{})
+	running := make(chan struct{})
+	process := p.Track(func(_ context.Context, item string) error {
+		switch item {
+		case "fails":
+			return errors.New("driver unavailable")
+		case "runs":
+			close(running)
+			<-release
+		}
+		return nil
+	})
+	if err := process(context.Background(), "fails"); err == nil {
+		t.Fatal("the failing item succeeded")
+	}
+	if err := process(context.Background(), "succeeds"); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan error, 1)
+	go func() { finished <- process(context.Background(), "runs") }()
+	<-running
+
+	var got []string
+	if n := p.Requeue(func(item string) { got = append(got, item) }); n != 2 {
+		t.Errorf("Requeue() = %d, want 2", n)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"fails", "runs"}) {
+		t.Errorf("requeued %v, want [fails runs]", got)
+	}
+	close(release)
+	if err := <-finished; err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	p.Requeue(func(item string) { got = append(got, item) })
+	if !slices.Equal(got, []string{"fails"}) {
+		t.Errorf("after the running item succeeded, requeued %v, want [fails]", got)
+	}
+}
