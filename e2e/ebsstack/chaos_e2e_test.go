@@ -22,8 +22,8 @@ import (
 )
 
 const (
-	// chaosSeedEnv replays a run: the seed fixes the kill plan, the restart back-offs and the creation order
-	// (the emulator's faults draw from their own source, so they differ between replays).
+	// chaosSeedEnv replays a run: the seed fixes the kill plan, the restart back-offs, the creation order and
+	// the emulator's fault draws (which replay as far as the requests come in the same order).
 	chaosSeedEnv = "STOWAGE_CHAOS_SEED"
 	// chaosLogsEnv names a directory the run copies every process's whole log to, for reading afterwards.
 	chaosLogsEnv = "STOWAGE_CHAOS_LOGS"
@@ -35,21 +35,22 @@ const (
 	chaosConverge = 2 * time.Minute
 )
 
-// chaosFaults throttle, fail, drop or slow the mutating EC2 calls of a phase; the SDK, ebs-plugin and
-// the sidecars retry. Most of a phase's calls come after its kills (a killed sidecar's successor waits out
+// chaosFaults throttle, fail, drop or slow the mutating EC2 calls of a phase, or carry them out and lose the
+// answer; the SDK, ebs-plugin and the sidecars retry. Most of a phase's calls come after its kills (a killed sidecar's successor waits out
 // the Lease first), so the faults stay on until the phase has converged, and budget bounds them instead:
 // after that many failed calls EC2 answers again (only slowly), so the phase converges.
-func chaosFaults(budget int) ec2sim.Faults {
+func chaosFaults(budget int, seed uint64) ec2sim.Faults {
 	return ec2sim.Faults{
 		Actions: []string{"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "CreateTags",
 			"ModifyVolume", "CreateSnapshot", "DeleteSnapshot"},
-		ThrottleRate: 0.2, InternalErrorRate: 0.15, DropRate: 0.05, Latency: 30 * time.Millisecond, Budget: budget,
+		ThrottleRate: 0.2, InternalErrorRate: 0.15, DropRate: 0.05, LostAnswerRate: 0.1, Latency: 30 * time.Millisecond,
+		Budget: budget, Seed: seed,
 	}
 }
 
 // TestE2EEBSChaos provisions, attaches and stages a batch of volumes (two more claims are deleted while
 // being provisioned), snapshots three of them, and deletes everything, while the EC2 emulator throttles,
-// fails, drops and slows mutating calls and csi-provisioner, csi-attacher, ebs-plugin's controller and a node
+// fails, drops, slows and loses the answers of mutating calls and csi-provisioner, csi-attacher, ebs-plugin's controller and a node
 // plugin are SIGKILLed and restarted at random moments. Throughout, no EBS volume may be attached to two
 // instances or have two attached VolumeAttachments; after provisioning every Pod runs with its volume
 // attached to exactly its node and EC2 holds no other volume; each snapshot exists once; after deletion
@@ -103,7 +104,7 @@ func TestE2EEBSChaos(t *testing.T) {
 			t.Fatalf("read the emulator's metrics: %v", err)
 		}
 		t.Logf("EC2 answers by code: %v", injected)
-		if injected["RequestLimitExceeded"]+injected["InternalError"]+injected["Dropped"] == 0 {
+		if injected["RequestLimitExceeded"]+injected["InternalError"]+injected["Dropped"]+injected["LostAnswerDropped"]+injected["LostAnswerInternalError"] == 0 {
 			t.Errorf("the emulator injected no fault: the chaos did not happen")
 		}
 	})
@@ -167,7 +168,7 @@ func (r *chaosRun) provision(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 500*time.Millisecond, 12*time.Second, map[string]int{
 		"csi-provisioner": 2, "csi-attacher": 2, "ebs-plugin-controller": 2, r.nodePlugin: 1,
 	})
-	r.s.EC2.SetFaults(chaosFaults(20))
+	r.s.EC2.SetFaults(chaosFaults(20, r.seed))
 	defer logFaults(t, r.s.Stack, "provisioning")
 	runChaos(ctx, t, r.chaos, plan, func() error { return r.createClaims(ctx) })
 	t.Logf("kills over; waiting for every Pod to run")
@@ -209,7 +210,7 @@ func (r *chaosRun) createClaims(ctx context.Context) error {
 // misbehaves.
 func (r *chaosRun) snapshot(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 200*time.Millisecond, 3*time.Second, map[string]int{"ebs-plugin-controller": 2})
-	r.s.EC2.SetFaults(chaosFaults(6))
+	r.s.EC2.SetFaults(chaosFaults(6, r.seed+1))
 	defer logFaults(t, r.s.Stack, "snapshots")
 	volumes := snapshotVolumes(t, r.volumes, 3)
 	runChaos(ctx, t, r.chaos, plan, func() error {
@@ -225,7 +226,7 @@ func (r *chaosRun) delete(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 300*time.Millisecond, 8*time.Second, map[string]int{
 		"csi-provisioner": 1, "csi-attacher": 1, "ebs-plugin-controller": 1, r.nodePlugin: 1,
 	})
-	r.s.EC2.SetFaults(chaosFaults(15))
+	r.s.EC2.SetFaults(chaosFaults(15, r.seed+2))
 	defer logFaults(t, r.s.Stack, "deletion")
 	kube := r.s.Client
 	runChaos(ctx, t, r.chaos, plan, func() error {
