@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -136,6 +137,19 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	factory.Storage().V1().CSINodes().Informer()
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
+	// VolumeAttachments it interrupted are retried as soon as it is back.
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	var following sync.WaitGroup
+	defer func() {
+		stopFollowing()
+		following.Wait()
+	}()
+	following.Go(func() {
+		if err := env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
+			logger.Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
+		}
+	})
 	return ctrl.Run(ctx)
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -52,7 +53,9 @@ type Config struct {
 
 // Controller feeds the handler.
 type Controller struct {
-	cfg      Config
+	cfg Config
+	// pending are the VolumeAttachments whose last sync failed or is running: DriverBack retries them.
+	pending  *csiconn.Pending[string]
 	vaLister storagelisters.VolumeAttachmentLister
 	pvLister corelisters.PersistentVolumeLister
 	synced   []cache.InformerSynced
@@ -65,6 +68,7 @@ type Controller struct {
 func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		cfg:      cfg,
+		pending:  csiconn.NewPending[string](),
 		vaLister: cfg.VAInformer.Lister(),
 		pvLister: cfg.PVInformer.Lister(),
 	}
@@ -97,7 +101,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	logger.Info("Caches synced, starting workers", "workers", c.cfg.Workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, c.syncVA) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, c.pending.Track(c.syncVA)) })
 	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.PVQueue, c.syncPV) })
 	if c.cfg.ReconcileSync > 0 {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.reconcile, c.cfg.ReconcileSync) })
@@ -108,6 +112,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// DriverBack retries at once, instead of at the end of their backoff, the VolumeAttachments whose last sync
+// failed (most likely because the driver was away) or is running; csiconn.FollowRestarts calls it when the
+// driver is back after a restart.
+func (c *Controller) DriverBack(ctx context.Context) {
+	n := c.pending.Requeue(c.cfg.VAQueue.Add)
+	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeAttachments", "count", n)
 }
 
 func (c *Controller) syncVA(ctx context.Context, name string) error {
