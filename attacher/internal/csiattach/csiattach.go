@@ -4,7 +4,7 @@ package csiattach
 
 import (
 	"context"
-	"errors"
+
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -83,27 +83,6 @@ func (c *Client) listPage(ctx context.Context, token string) (*csi.ListVolumesRe
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	return c.controller.ListVolumes(ctx, &csi.ListVolumesRequest{MaxEntries: c.maxEntries, StartingToken: token})
-}
-
-// IsFinal reports whether err means the operation surely did not happen and is not still running in the
-// driver. Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted and non-gRPC errors mean the
-// call may still be in progress, so its outcome is unknown.
-func IsFinal(err error) bool {
-	if err == nil {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
-	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
-		return false
-	}
-	return true
 }
 
 // Code returns the gRPC code of err, and false for errors that carry none.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -17,7 +18,7 @@ import (
 // the backoff.
 func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *storagev1.VolumeAttachment, field string, current *storagev1.VolumeError, cause error) {
 	logger := klog.FromContext(ctx).WithValues("volumeattachment", va.Name)
-	logger.Error(cause, "Operation failed", "field", field, "final", csiattach.IsFinal(cause))
+	logger.Error(cause, "Operation failed", "field", field, "final", csiconn.IsFinal(cause))
 	volErr := &storagev1.VolumeError{Time: metav1.NewTime(cfg.now()), Message: cause.Error()}
 	if code, ok := csiattach.Code(cause); ok && !cfg.OmitErrorCode {
 		c := int32(code)
