@@ -21,11 +21,11 @@ const (
 	expandClass     = "stowage-expand"
 	expandClaim     = "grow-0"
 	expandPod       = "grow-user"
-	fastClass       = "stowage-fast"   // a VolumeAttributesClass EC2 can apply
-	impossibleClass = "stowage-gp7"    // one the driver refuses: there is no gp7
-	resizerSource   = "csi-resizer"    // the Events' source component
-	modifyAction    = "ModifyVolume"   // the EC2 action counted
-	gib             = float64(1 << 30) // for the printed sizes
+	fastClass       = "stowage-fast"               // a VolumeAttributesClass EC2 can apply
+	impossibleClass = "stowage-gp7"                // one the driver refuses: there is no gp7
+	resizerSource   = "external-resizer " + Driver // the Events' source component, as upstream's
+	modifyAction    = "ModifyVolume"               // the EC2 action counted
+	gib             = float64(1 << 30)             // for the printed sizes
 )
 
 // ExpandModify is the expand-and-modify scenario and needs the stack started with csi-resizer (Options.With):

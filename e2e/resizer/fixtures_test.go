@@ -167,7 +167,8 @@ func (f *fixture) finishNodeExpansion(t *testing.T, ns, name string) {
 	}
 }
 
-// waitEvent waits for an Event of reason on the claim from csi-resizer.
+// waitEvent waits for an Event of reason on the claim from the resizer (source "external-resizer <driver>",
+// as upstream's).
 func (f *fixture) waitEvent(t *testing.T, ns, claim, reason string) {
 	t.Helper()
 	e2erig.Eventually(t, f.ctx, waitTimeout, fmt.Sprintf("Event %s on claim %s/%s", reason, ns, claim), func(ctx context.Context) (bool, error) {
@@ -176,7 +177,7 @@ func (f *fixture) waitEvent(t *testing.T, ns, claim, reason string) {
 			return false, err
 		}
 		for _, e := range list.Items {
-			if e.Reason == reason && e.Source.Component == "csi-resizer" {
+			if e.Reason == reason && e.Source.Component == "external-resizer "+f.driver {
 				return true, nil
 			}
 		}

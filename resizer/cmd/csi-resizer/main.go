@@ -21,6 +21,8 @@ func main() {
 		Validate:   cfg.Validate,
 		Master:     func() string { return cfg.Master },
 		Prepare:    app.Prepare,
+		// Upstream's resizer names its Events' source "external-resizer <driver>".
+		EventSource: app.EventSource,
 	}, func(ctx context.Context, env *sidecar.Env) error {
 		return app.Run(ctx, env, cfg)
 	})

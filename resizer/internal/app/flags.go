@@ -38,6 +38,9 @@ var Defaults = flags.Defaults{Timeout: DefaultTimeout, WorkerThreads: DefaultWor
 	{Name: AnnotateFsResize, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.Beta}},
 }}
 
+// EventSource is the source component of the resizer's Events, upstream's "external-resizer <driver>".
+func EventSource(driver string) string { return "external-resizer " + driver }
+
 // Config holds the resizer's own flags (the standard ones are in sidecar.Env.Flags).
 type Config struct {
 	Master                 string

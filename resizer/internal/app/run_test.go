@@ -62,3 +62,9 @@ func TestVACFallbackParsesTheEnvironment(t *testing.T) {
 		t.Errorf("bad value: err = %v, want one naming %s", err, vacFallbackEnv)
 	}
 }
+
+func TestEventSourceIsUpstreams(t *testing.T) {
+	if got := EventSource("ebs.csi.aws.com"); got != "external-resizer ebs.csi.aws.com" {
+		t.Errorf("EventSource = %q, want upstream's \"external-resizer ebs.csi.aws.com\"", got)
+	}
+}
