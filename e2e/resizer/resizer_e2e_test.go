@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
@@ -122,6 +123,12 @@ func TestE2EResizer(t *testing.T) {
 			t.Errorf("ControllerExpandVolume calls = %d, want 2 (the refused one and 3Gi)", n)
 		}
 	})
+
+	// Leader election on upstream's Lease, external-resizer-<driver with . as ->.
+	lease := "external-resizer-" + strings.ReplaceAll(f.driver, ".", "-")
+	if l, err := r.client.CoordinationV1().Leases(resizerNamespace).Get(ctx, lease, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil {
+		t.Errorf("Lease %s/%s: %v, %+v", resizerNamespace, lease, err, l)
+	}
 
 	// Under exactly upstream's RBAC: every write is a patch of claims' status or of volumes, and none was
 	// refused (403) or invalid (422).
