@@ -4,7 +4,6 @@ package testutil
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -15,8 +14,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+
+	sharedtest "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // Driver is the CSI driver name the tests use.
@@ -80,22 +80,7 @@ func Listers(objs ...any) (corelisters.PersistentVolumeLister, storagelisters.CS
 }
 
 // Actions lists a fake clientset's requests as "verb resource[/subresource] name".
-func Actions(client *fake.Clientset) []string {
-	var out []string
-	for _, a := range client.Actions() {
-		res := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			res += "/" + a.GetSubresource()
-		}
-		// Every action on one named object (get, patch, delete) is a GetAction: it has GetName.
-		name := ""
-		if a, ok := a.(clienttesting.GetAction); ok {
-			name = a.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))
-	}
-	return out
-}
+func Actions(client *fake.Clientset) []string { return sharedtest.Actions(client) }
 
 // FakeCSI is a Publisher that records its calls and answers with the errors and contexts set on it.
 type FakeCSI struct {
