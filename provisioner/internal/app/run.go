@@ -75,7 +75,16 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if capCtrl != nil {
 		wg.Go(func() { capCtrl.Run(ctx, cfg.CapacityThreads) })
 	}
+	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
+	// claims and volumes it interrupted are retried as soon as it is back.
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	wg.Go(func() {
+		if err := d.env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
+		}
+	})
 	ctrl.Run(ctx)
+	stopFollowing()
 	wg.Wait()
 	return nil
 }

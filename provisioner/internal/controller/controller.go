@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/provision"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -60,6 +61,9 @@ type Controller struct {
 	claimQ     workqueue.Queue[string]
 	volumeQ    workqueue.Queue[string]
 	cloneQ     workqueue.Queue[string]
+	// pendingClaims and pendingVolumes are the claims and volumes whose last sync failed or is running (the
+	// ones with CSI calls: CreateVolume, DeleteVolume); DriverBack retries them.
+	pendingClaims, pendingVolumes *csiconn.Pending[string]
 }
 
 // Queues are the controller's three work queues, made by the caller (shared/workqueue.New) so their metrics
@@ -75,6 +79,7 @@ func New(cfg Config, s Syncer, inf Informers, q Queues) (*Controller, error) {
 		claims:  corelisters.NewPersistentVolumeClaimLister(inf.Claims.GetIndexer()),
 		volumes: corelisters.NewPersistentVolumeLister(inf.Volumes.GetIndexer()),
 		claimQ:  q.Claims, volumeQ: q.Volumes, cloneQ: q.CloneSources,
+		pendingClaims: csiconn.NewPending[string](), pendingVolumes: csiconn.NewPending[string](),
 	}
 	// Clones wait for their source to be bound; this index finds them when it is, instead of their backoff.
 	if err := inf.Claims.AddIndexers(cache.Indexers{cloneSourceIndex: cloneSourceKeys}); err != nil {
@@ -117,10 +122,19 @@ func New(cfg Config, s Syncer, inf Informers, q Queues) (*Controller, error) {
 // Run runs the workers until ctx ends; items in progress finish first (shared/workqueue drains them).
 func (c *Controller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.claimQ, c.syncClaim) })
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.volumeQ, c.syncVolume) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.claimQ, c.pendingClaims.Track(c.syncClaim)) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.volumeQ, c.pendingVolumes.Track(c.syncVolume)) })
 	wg.Go(func() { workqueue.Run(ctx, c.cfg.CloneWorkers, c.cloneQ, c.syncCloneSource) })
 	wg.Wait()
+}
+
+// DriverBack retries at once, instead of at the end of their backoff, the claims and volumes whose last sync
+// failed (most likely because the driver was away) or is running; csiconn.FollowRestarts calls it when the
+// driver is back after a restart.
+func (c *Controller) DriverBack(ctx context.Context) {
+	claims := c.pendingClaims.Requeue(c.claimQ.Add)
+	volumes := c.pendingVolumes.Requeue(c.volumeQ.Add)
+	klog.FromContext(ctx).Info("CSI driver is back, retrying pending claims and volumes", "claims", claims, "volumes", volumes)
 }
 
 func (c *Controller) syncClaim(ctx context.Context, key string) error {
