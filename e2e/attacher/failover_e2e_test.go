@@ -5,6 +5,7 @@ package attacher
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 // failoverCase is how the leader is stopped in a failover test.
@@ -137,4 +139,115 @@ func (f *fixture) stopLeader(leader *e2erig.Process, sig syscall.Signal, release
 	}
 	f.drv.SetBeforeCall(nil)
 	return stoppedAt
+}
+
+// stormVAs is how many VolumeAttachments a failover storm creates.
+const stormVAs = 12
+
+// TestE2EAttacherFailoverMixed runs a Stowage and an upstream csi-attacher (external-attacher from e2e/tools)
+// as two replicas of one Deployment, under one Lease, and SIGKILLs the leader in the middle of a storm of
+// VolumeAttachments, each way round: the survivor takes the Lease and attaches every VolumeAttachment, each
+// volume to its one node, none lost. Stowage's standby watches the Lease, upstream's polls it; both read the
+// same record.
+func TestE2EAttacherFailoverMixed(t *testing.T) {
+	r := startRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("UpstreamLeadsStowageStandsBy", func(t *testing.T) { testMixedFailover(t, r, "mixed-up", upstream, r.binary) })
+	t.Run("StowageLeadsUpstreamStandsBy", func(t *testing.T) { testMixedFailover(t, r, "mixed-st", r.binary, upstream) })
+}
+
+// testMixedFailover starts leaderBin, then standbyBin, creates stormVAs VolumeAttachments whose
+// ControllerPublish blocks in the leader, SIGKILLs the leader once it is publishing, and checks the standby
+// finishes the storm.
+func testMixedFailover(t *testing.T, r *rig, name, leaderBin, standbyBin string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := newFixture(t, ctx, r, name)
+	lease := "external-attacher-leader-" + strings.ReplaceAll(f.driver, ".", "-")
+	release := blockPublish(f.drv)
+	for i := range stormVAs {
+		f.volume(fmt.Sprintf("pv-%s-%d", name, i), nil)
+	}
+	leader := r.startBinary(t, leaderBin, "leader", f.drv.Endpoint(), leArgs...)
+	leaderID := f.waitLeaseHolder(lease, "the first replica leads", func(string) bool { return true })
+	r.startBinary(t, standbyBin, "standby", f.drv.Endpoint(), leArgs...)
+	for i := range stormVAs {
+		f.attachment(fmt.Sprintf("va-%s-%d", name, i), fmt.Sprintf("pv-%s-%d", name, i), nil)
+	}
+	e2erig.Eventually(t, ctx, waitTimeout, "the leader in ControllerPublish", func(context.Context) (bool, error) {
+		return f.drv.Calls(csimock.ControllerPublishVolume) >= 1, nil
+	})
+
+	stoppedAt := f.stopLeader(leader, syscall.SIGKILL, release, lease, leaderID)
+	newLeader := f.waitLeaseHolder(lease, "the standby leads", func(h string) bool { return h != leaderID })
+	t.Logf("standby %s took the lease %.1fs after the leader %s was killed (lease duration 8s)", newLeader, time.Since(stoppedAt).Seconds(), leaderID)
+	e2erig.Eventually(t, ctx, waitTimeout, "the standby attached every VolumeAttachment", func(ctx context.Context) (bool, error) {
+		attached, total, err := attachedCount(ctx, f.client, f.driver)
+		return err == nil && total == stormVAs && attached == stormVAs, err
+	})
+	for _, v := range f.drv.Volumes() {
+		if !slices.Equal(v.PublishedNodes, []string{f.nodeID}) {
+			t.Errorf("volume %s published to %v, want [%s]", v.ID, v.PublishedNodes, f.nodeID)
+		}
+	}
+	close(release)
+}
+
+// TestE2EAttacherDriverRestart kills the CSI driver under csi-attacher while its ControllerPublish is in flight
+// and serves it again on the same socket: the attacher, which retries failures only after a 10-minute backoff
+// here, attaches the VolumeAttachment as soon as the driver is back, since it follows the driver's restart
+// (csiconn.FollowRestarts) and retries the work the restart interrupted.
+func TestE2EAttacherDriverRestart(t *testing.T) {
+	r := startRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := newFixture(t, ctx, r, "driver-restart")
+	// A socket directory of the test's own: the restarted driver serves on the same path.
+	dir, err := os.MkdirTemp("", "drvrestart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	first, err := csimock.Start(ctx, csimock.Options{Name: f.driver, SocketDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(first.Stop)
+	f.drv = first
+	vol, pv := f.volume("pv-driver-restart", nil)
+	release := blockPublish(first)
+	defer close(release)
+
+	attacher := r.startAttacher(t, "attacher", first.Endpoint(), "--retry-interval-start=10m", "--retry-interval-max=10m")
+	f.attachment("va-driver-restart", pv.Name, nil)
+	e2erig.Eventually(t, ctx, waitTimeout, "ControllerPublish in flight", func(context.Context) (bool, error) {
+		return first.Calls(csimock.ControllerPublishVolume) >= 1, nil
+	})
+	first.Stop() // as a crashing driver: the socket goes, the call in flight fails
+
+	second, err := csimock.Start(ctx, csimock.Options{Name: f.driver, SocketDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Stop)
+	back := time.Now()
+	if again := second.AddVolume("pv-driver-restart", 1<<30); again.ID != vol.ID {
+		t.Fatalf("the restarted driver names the volume %s, want %s as before", again.ID, vol.ID)
+	}
+	f.drv = second
+	f.waitAttached("va-driver-restart")
+	t.Logf("attached %.2fs after the driver was back (backoff 10m)", time.Since(back).Seconds())
+	if n := second.CallsFor(csimock.ControllerPublishVolume, vol.ID); n != 1 {
+		t.Errorf("ControllerPublishVolume calls on the restarted driver = %d, want 1", n)
+	}
+	select {
+	case <-attacher.Done():
+		t.Errorf("the attacher exited when the driver restarted")
+	default:
+	}
 }

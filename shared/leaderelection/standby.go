@@ -212,7 +212,7 @@ func (s *standby) acquire(ctx context.Context) bool {
 	default:
 	}
 
-	logger.Info("Watching the lease, waiting to become leader")
+	logger.Info("Waiting to become leader, watching the lease")
 	for {
 		v := w.current()
 		delay := time.Duration(-1) // wait for the watch only
