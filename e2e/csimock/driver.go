@@ -74,6 +74,9 @@ type Options struct {
 	NodeID, NodeZone string
 	// Capacity is GetCapacity's available_capacity in bytes (0 means 100 GiB).
 	Capacity int64
+	// GroupSnapshots serves the GroupController service (groupsnapshots.go) and advertises it with
+	// GROUP_CONTROLLER_SERVICE and CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT.
+	GroupSnapshots bool
 }
 
 // Volume is one volume the driver holds.
@@ -106,11 +109,14 @@ type Driver struct {
 	// snapshots by ID, and their IDs by name.
 	snapshots      map[string]*Snapshot
 	snapshotByName map[string]string
-	nextID         int
-	calls          map[string]int
-	volumeCalls    map[methodVolume]int
-	before         BeforeCallFunc
-	stopOnce       sync.Once
+	// groups are the group snapshots by ID, and their IDs by name (groupsnapshots.go).
+	groups      map[string]*GroupSnapshot
+	groupByName map[string]string
+	nextID      int
+	calls       map[string]int
+	volumeCalls map[methodVolume]int
+	before      BeforeCallFunc
+	stopOnce    sync.Once
 }
 
 // Start listens on <SocketDir>/csi.sock and serves until Stop or ctx is done.
@@ -132,6 +138,8 @@ func Start(ctx context.Context, opts Options) (*Driver, error) {
 
 		snapshots:      map[string]*Snapshot{},
 		snapshotByName: map[string]string{},
+		groups:         map[string]*GroupSnapshot{},
+		groupByName:    map[string]string{},
 		calls:          map[string]int{},
 		volumeCalls:    map[methodVolume]int{},
 	}
@@ -153,7 +161,12 @@ func Start(ctx context.Context, opts Options) (*Driver, error) {
 		return nil, fmt.Errorf("csimock: listen on %s: %w", d.socket, err)
 	}
 	d.server = grpc.NewServer(grpc.UnaryInterceptor(d.intercept))
-	csi.RegisterIdentityServer(d.server, identity{d: d})
+	if opts.GroupSnapshots {
+		csi.RegisterIdentityServer(d.server, groupIdentity{identity{d: d}})
+		csi.RegisterGroupControllerServer(d.server, groupController{d: d})
+	} else {
+		csi.RegisterIdentityServer(d.server, identity{d: d})
+	}
 	csi.RegisterControllerServer(d.server, controller{d: d})
 	csi.RegisterNodeServer(d.server, node{d: d})
 	go func() {

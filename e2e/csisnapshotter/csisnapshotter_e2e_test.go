@@ -25,13 +25,14 @@ import (
 )
 
 // TestE2ECSISnapshotter runs csi-snapshotter against one real control plane: create and delete with the API
-// writes counted, a content released while its CreateSnapshot is in flight, and kill -9 in the middle of a
-// CreateSnapshot. Each part has a driver of its own, so a sidecar left from one part cannot act in another.
+// writes counted, a content released while its CreateSnapshot is in flight, kill -9 in the middle of a
+// CreateSnapshot, and group snapshots. Each part has a driver of its own, so a sidecar left from one part cannot act in another.
 func TestE2ECSISnapshotter(t *testing.T) {
 	r := startRig(t)
 	t.Run("CreateReadyDeleteRetain", func(t *testing.T) { testCreateDelete(t, r) })
 	t.Run("ReleasedWhileCreatingLeavesNoSnapshot", func(t *testing.T) { testReleasedWhileCreating(t, r) })
 	t.Run("KillMidCreateThenRestart", func(t *testing.T) { testKillMidCreate(t, r) })
+	t.Run("GroupSnapshots", func(t *testing.T) { testGroups(t, r) })
 }
 
 // testCreateDelete takes two snapshots, deletes the one with policy Delete and keeps the one with policy

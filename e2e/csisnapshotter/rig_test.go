@@ -63,6 +63,9 @@ func startRig(t *testing.T) *rig {
 	if err := c.InstallSnapshotCRDs(ctx); err != nil {
 		t.Fatalf("install snapshot CRDs: %v", err)
 	}
+	if err := installGroupCRDs(ctx, c); err != nil {
+		t.Fatalf("install group snapshot CRDs: %v", err)
+	}
 	if err := c.Apply(ctx, rbacFile); err != nil {
 		t.Fatalf("apply %s: %v", rbacFile, err)
 	}
@@ -115,10 +118,17 @@ func (r *rig) startSnapshotter(t *testing.T, name, endpoint string, extra ...str
 // sidecar's start-up capability check is what is tested), stopped when the test ends.
 func startDriver(t *testing.T, name string) *csimock.Driver {
 	t.Helper()
-	drv, err := csimock.Start(context.Background(), csimock.Options{Name: name, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
+	return startDriverWith(t, csimock.Options{Name: name})
+}
+
+// startDriverWith is startDriver with more options (GroupSnapshots).
+func startDriverWith(t *testing.T, opts csimock.Options) *csimock.Driver {
+	t.Helper()
+	opts.ControllerCaps = []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME,
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
-	}})
+	}
+	drv, err := csimock.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

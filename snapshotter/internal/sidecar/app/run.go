@@ -8,12 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	snapscheme "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/scheme"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -43,14 +45,20 @@ const (
 	NodeNameEnv = "NODE_NAME"
 )
 
-// CSIVolumeGroupSnapshot is upstream's gate (beta, off) for VolumeGroupSnapshotContents.
+// CSIVolumeGroupSnapshot is upstream's gate (beta, off) for VolumeGroupSnapshotContents: on, and with a
+// driver that has the GroupController service, csi-snapshotter also serves its group contents.
 const CSIVolumeGroupSnapshot featuregate.Feature = "CSIVolumeGroupSnapshot"
+
+// GroupContentQueue is upstream's queue of VolumeGroupSnapshotContents; groupVersion is the group API served.
+const (
+	GroupContentQueue = "csi-snapshotter-groupsnapshotcontent"
+	groupVersion      = "groupsnapshot.storage.k8s.io/v1"
+)
 
 // Defaults are the standard flags' csi-snapshotter defaults and the gate upstream registers besides the
 // common ones.
 var Defaults = flags.Defaults{Timeout: DefaultTimeout, WorkerThreads: DefaultWorkerThreads, Gates: []flags.Gate{{
 	Name: CSIVolumeGroupSnapshot, Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Beta},
-	NoEffect: "Stowage's csi-snapshotter does not handle VolumeGroupSnapshotContents yet",
 }}}
 
 // Config holds csi-snapshotter's own flags (the standard ones are in sidecar.Env.Flags).
@@ -173,7 +181,71 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	groupCtrl, err := groupController(ctx, env, cfg, client, factory)
+	if err != nil {
+		return err
+	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	return ctrl.Run(ctx)
+	if groupCtrl == nil {
+		return ctrl.Run(ctx)
+	}
+	var wg sync.WaitGroup
+	var groupErr error
+	wg.Go(func() { groupErr = groupCtrl.Run(ctx) })
+	err = ctrl.Run(ctx)
+	wg.Wait()
+	return errors.Join(err, groupErr)
+}
+
+// groupController builds the VolumeGroupSnapshotContent controller when the gate is on, the driver can take
+// group snapshots and the API server serves the group CRDs; otherwise it says why not and returns nil, as
+// upstream only warns.
+func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client snapclient.Interface, factory snapinformers.SharedInformerFactory) (*controller.GroupController, error) {
+	logger := klog.FromContext(ctx)
+	if !env.Flags.FeatureGates.Enabled(CSIVolumeGroupSnapshot) {
+		return nil, nil
+	}
+	if !env.PluginCaps.Has(csi.PluginCapability_Service_GROUP_CONTROLLER_SERVICE) {
+		logger.Info("Warning: CSIVolumeGroupSnapshot is on but the driver has no GroupController service; group snapshots are not served")
+		return nil, nil
+	}
+	caps, err := env.CSI.GroupControllerCapabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !caps.Has(csi.GroupControllerServiceCapability_RPC_CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT) {
+		logger.Info("Warning: CSIVolumeGroupSnapshot is on but the driver lacks CREATE_DELETE_GET_VOLUME_GROUP_SNAPSHOT; group snapshots are not served")
+		return nil, nil
+	}
+	if _, err := client.Discovery().ServerResourcesForGroupVersion(groupVersion); err != nil {
+		if apierrors.IsNotFound(err) {
+			logger.Info("Warning: CSIVolumeGroupSnapshot is on but the API server does not serve " + groupVersion + " (are the group snapshot CRDs installed?); group snapshots are not served")
+			return nil, nil
+		}
+		return nil, fmt.Errorf("discovering %s: %w", groupVersion, err)
+	}
+	contents := factory.Groupsnapshot().V1().VolumeGroupSnapshotContents()
+	classes := factory.Groupsnapshot().V1().VolumeGroupSnapshotClasses()
+	h := handler.NewGroup(handler.GroupConfig{
+		Driver:              env.DriverName,
+		Kube:                env.Clients.Kube,
+		Client:              client,
+		ClassLister:         classes.Lister(),
+		CSI:                 csisnap.NewGroup(csi.NewGroupControllerClient(env.CSI.GRPC()), env.Flags.Timeout),
+		NamePrefix:          cfg.GroupSnapshotNamePrefix,
+		NameUUIDLength:      cfg.GroupSnapshotNameUUIDLength,
+		ExtraCreateMetadata: cfg.ExtraCreateMetadata,
+		Events:              env.Events,
+		PollInterval:        env.Flags.RetryIntervalStart,
+	})
+	queue, err := workqueue.New[string](env.Queues, env.QueueConfig(GroupContentQueue))
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("Serving VolumeGroupSnapshotContents")
+	return controller.NewGroup(controller.GroupConfig{
+		Driver: env.DriverName, Handler: h, Contents: contents, Classes: classes,
+		Queue: queue, Workers: env.Flags.WorkerThreads,
+	})
 }

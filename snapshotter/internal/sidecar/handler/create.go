@@ -75,7 +75,7 @@ func (h *Handler) createRequest(ctx context.Context, c *snapv1.VolumeSnapshotCon
 	if err != nil {
 		return nil, fmt.Errorf("volumesnapshotcontent %s: spec.volumeSnapshotClassName: %w", c.Name, err)
 	}
-	params, err := driverParameters(class)
+	params, err := reservedStripped("volumesnapshotclass", class.Name, class.Parameters)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +123,13 @@ func (h *Handler) snapshotName(c *snapv1.VolumeSnapshotContent) (string, error) 
 	return h.cfg.NamePrefix + "-" + short, nil
 }
 
-// driverParameters are the class's parameters for the driver: the csi.storage.k8s.io/ keys are the
-// sidecars', and one the snapshotter does not know is refused, as upstream does.
-func driverParameters(class *snapv1.VolumeSnapshotClass) (map[string]string, error) {
-	out := make(map[string]string, len(class.Parameters))
-	for _, k := range sortedKeys(class.Parameters) {
+// reservedStripped are a class's parameters for the driver: the csi.storage.k8s.io/ keys are the
+// sidecars', and one the snapshotter does not know is refused, as upstream does (for both kinds of class).
+func reservedStripped(kind, class string, params map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(params))
+	for _, k := range sortedKeys(params) {
 		if !strings.HasPrefix(k, snapapi.ParamPrefix) {
-			out[k] = class.Parameters[k]
+			out[k] = params[k]
 			continue
 		}
 		switch k {
@@ -138,7 +138,7 @@ func driverParameters(class *snapv1.VolumeSnapshotClass) (map[string]string, err
 			snapapi.ParamGroupSnapshotterSecretName, snapapi.ParamGroupSnapshotterSecretNamespace,
 			snapapi.ParamGroupGetSecretName, snapapi.ParamGroupGetSecretNamespace:
 		default:
-			return nil, fmt.Errorf("volumesnapshotclass %s: parameters: unknown key %q with the reserved prefix %s", class.Name, k, snapapi.ParamPrefix)
+			return nil, fmt.Errorf("%s %s: parameters: unknown key %q with the reserved prefix %s", kind, class, k, snapapi.ParamPrefix)
 		}
 	}
 	return out, nil

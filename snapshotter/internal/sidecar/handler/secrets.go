@@ -115,3 +115,7 @@ func (h *Handler) credentials(ctx context.Context, ref *corev1.SecretReference) 
 	}
 	return out, nil
 }
+
+func secretRef(namespace, name string) *corev1.SecretReference {
+	return &corev1.SecretReference{Namespace: namespace, Name: name}
+}

@@ -1,0 +1,55 @@
+package csisnap
+
+import (
+	"context"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// GroupClient makes csi-snapshotter's GroupController calls over one gRPC connection.
+type GroupClient struct {
+	group   csi.GroupControllerClient
+	timeout time.Duration
+}
+
+// NewGroup returns a GroupClient whose every call is bounded by timeout.
+func NewGroup(group csi.GroupControllerClient, timeout time.Duration) *GroupClient {
+	return &GroupClient{group: group, timeout: timeout}
+}
+
+// CreateGroup calls CreateVolumeGroupSnapshot and returns the group the driver answered with.
+func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rsp, err := c.group.CreateVolumeGroupSnapshot(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if rsp.GetGroupSnapshot().GetGroupSnapshotId() == "" {
+		// Without an ID nothing can ever delete the group: "maybe created", never done.
+		return nil, status.Errorf(codes.Unavailable, "CreateVolumeGroupSnapshot %q: the driver returned no group_snapshot_id", req.GetName())
+	}
+	return rsp.GetGroupSnapshot(), nil
+}
+
+// DeleteGroup calls DeleteVolumeGroupSnapshot.
+func (c *GroupClient) DeleteGroup(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	_, err := c.group.DeleteVolumeGroupSnapshot(ctx, req)
+	return err
+}
+
+// GetGroup calls GetVolumeGroupSnapshot.
+func (c *GroupClient) GetGroup(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	rsp, err := c.group.GetVolumeGroupSnapshot(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return rsp.GetGroupSnapshot(), nil
+}
