@@ -32,6 +32,7 @@ func TestE2ECSISnapshotter(t *testing.T) {
 	t.Run("CreateReadyDeleteRetain", func(t *testing.T) { testCreateDelete(t, r) })
 	t.Run("ReleasedWhileCreatingLeavesNoSnapshot", func(t *testing.T) { testReleasedWhileCreating(t, r) })
 	t.Run("KillMidCreateThenRestart", func(t *testing.T) { testKillMidCreate(t, r) })
+	t.Run("FailureInStatusAndEvent", func(t *testing.T) { testFailure(t, r) })
 	t.Run("GroupSnapshots", func(t *testing.T) { testGroups(t, r) })
 }
 
@@ -231,6 +232,41 @@ func testKillMidCreate(t *testing.T, r *rig) {
 	if snaps := drv.Snapshots(); len(snaps) != 0 {
 		t.Errorf("driver snapshots after deletion = %+v, want none", snaps)
 	}
+}
+
+// testFailure creates a content whose class does not exist: the error goes to status.error and to a Warning
+// Event of upstream's reason on the content (which needs the snapshot types in the Event scheme and the
+// events grant of the RBAC), no CreateSnapshot is made, and the released content is let go.
+func testFailure(t *testing.T, r *rig) {
+	f := newFixture(t, r, 5*time.Minute)
+	drv := startDriver(t, "fail.csi.stowage.io")
+	vol := drv.AddVolume("pv-fail", 1<<30)
+	r.startSnapshotter(t, "snapshotter-fail", drv.Endpoint())
+	c := f.createContent(newContent("fail", drv.Name(), "no-such-class", vol.ID, snapv1.VolumeSnapshotContentDelete))
+	got := f.waitContent(c.Name, "with status.error", func(c *snapv1.VolumeSnapshotContent) bool {
+		return c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil
+	})
+	if msg := *got.Status.Error.Message; !strings.Contains(msg, "no-such-class") || got.Status.ReadyToUse == nil || *got.Status.ReadyToUse {
+		t.Errorf("status = %q, readyToUse %v; want the missing class named and readyToUse false", msg, got.Status.ReadyToUse)
+	}
+	e2erig.Eventually(t, f.ctx, waitTimeout, "a SnapshotCreationFailed Event on volumesnapshotcontent fail", func(ctx context.Context) (bool, error) {
+		events, err := r.kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fail"})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Reason == "SnapshotCreationFailed" && ev.Type == "Warning" && ev.InvolvedObject.Kind == "VolumeSnapshotContent" &&
+				ev.Source.Component == "csi-snapshotter" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if n := drv.Calls(csimock.CreateSnapshot); n != 0 {
+		t.Errorf("CreateSnapshot called %d times without a class, want 0", n)
+	}
+	f.release(c.Name)
+	f.waitGone(c.Name)
 }
 
 // createInDriver calls the driver's CreateSnapshot over its socket, as the driver finishing a call on its

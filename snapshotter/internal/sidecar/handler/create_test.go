@@ -216,7 +216,7 @@ func TestCreate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t, tt.csi, tt.content, tt.objs, tt.configure)
-			again, err := e.h.Sync(testContext(t), tt.content)
+			again, err := e.h.Sync(testContext(t), e.stored(t, tt.content.Name))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
 			}
@@ -238,5 +238,27 @@ func TestCreate(t *testing.T) {
 				tt.check(t, e.content(t, tt.content.Name))
 			}
 		})
+	}
+}
+
+// A cached copy that our own writes have replaced is not acted on again: the worker waits for the cache
+// instead of calling CreateSnapshot a second time and patching with a stale resourceVersion.
+func TestStaleCopyWaitsForTheCache(t *testing.T) {
+	content := sidecartest.Content("c1", "vol-1")
+	e := setup(t, &sidecartest.FakeCSI{Snapshot: readySnapshot(true)}, content, []runtime.Object{sidecartest.Class(nil)}, nil)
+	stored := e.stored(t, "c1")
+	if _, err := e.h.Sync(testContext(t), stored); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.h.Sync(testContext(t), stored)
+	if err != nil || again != staleRetry {
+		t.Errorf("Sync of the superseded copy = %s, %v; want a retry after %s", again, err, staleRetry)
+	}
+	if n := len(e.csi.Creates); n != 1 {
+		t.Errorf("CreateSnapshot called %d times, want 1", n)
+	}
+	fresh := e.content(t, "c1")
+	if again, err := e.h.Sync(testContext(t), fresh); err != nil || again != 0 || len(e.csi.Creates) != 1 {
+		t.Errorf("Sync of the current copy = %s, %v with %d CreateSnapshot calls; want done, no new call", again, err, len(e.csi.Creates))
 	}
 }

@@ -122,7 +122,7 @@ func TestDelete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t, tt.csi, tt.content, tt.objs, nil)
-			again, err := e.h.Sync(testContext(t), tt.content)
+			again, err := e.h.Sync(testContext(t), e.stored(t, tt.content.Name))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
 			}
@@ -219,7 +219,7 @@ func TestRefresh(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t, tt.csi, tt.content, tt.objs, func(c *Config) { c.ListSnapshots = !tt.noList })
-			again, err := e.h.Sync(testContext(t), tt.content)
+			again, err := e.h.Sync(testContext(t), e.stored(t, tt.content.Name))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
 			}

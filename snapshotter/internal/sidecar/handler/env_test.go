@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2/ktesting"
 
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/sidecartest"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -53,9 +54,7 @@ func setup(t *testing.T, csiFake *sidecartest.FakeCSI, content *snapv1.VolumeSna
 		}
 	}
 	snapObjs = append(snapObjs, content)
-	//lint:ignore SA1019 the snapshot client module generates no apply configurations, so it has no NewClientset.
-	snap := snapfake.NewSimpleClientset(snapObjs...)
-	e := &env{kube: fake.NewClientset(kubeObjs...), snap: snap, csi: csiFake, events: record.NewFakeRecorder(10)}
+	e := &env{kube: fake.NewClientset(kubeObjs...), snap: newSnapClientset(t, snapObjs...), csi: csiFake, events: record.NewFakeRecorder(10)}
 	cfg := Config{
 		Driver: sidecartest.Driver, Kube: e.kube, Client: e.snap, ClassLister: snaplisters.NewVolumeSnapshotClassLister(classes),
 		CSI: csiFake, ListSnapshots: true, NamePrefix: "snapshot", NameUUIDLength: -1, Events: e.events,
@@ -66,6 +65,26 @@ func setup(t *testing.T, csiFake *sidecartest.FakeCSI, content *snapv1.VolumeSna
 	}
 	e.h = New(cfg)
 	return e
+}
+
+// newSnapClientset is the snapshot fake clientset with the API server's resourceVersion checks, holding objs.
+func newSnapClientset(t *testing.T, objs ...runtime.Object) *snapfake.Clientset {
+	t.Helper()
+	//lint:ignore SA1019 the snapshot client module generates no apply configurations, so it has no NewClientset.
+	snap := snapfake.NewSimpleClientset()
+	if err := sharedtestutil.AddResourceVersions(&snap.Fake, snap.Tracker(), objs...); err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// stored reads the content back with the resourceVersion the clientset gave it and forgets that read, so
+// a test's request list starts with the handler's own.
+func (e *env) stored(t *testing.T, name string) *snapv1.VolumeSnapshotContent {
+	t.Helper()
+	c := e.content(t, name)
+	e.snap.ClearActions()
+	return c
 }
 
 func (e *env) content(t *testing.T, name string) *snapv1.VolumeSnapshotContent {

@@ -10,7 +10,6 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	snapfake "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned/fake"
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,7 +17,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -200,13 +198,17 @@ func TestGroupSync(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			classes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 			_ = classes.Add(class)
-			//lint:ignore SA1019 the snapshot client module generates no apply configurations, so it has no NewClientset.
-			snap := snapfake.NewSimpleClientset([]runtime.Object{tt.content}...)
+			snap := newSnapClientset(t, tt.content)
+			stored, err := snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Get(context.Background(), tt.content.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap.ClearActions()
 			events := record.NewFakeRecorder(10)
 			h := NewGroup(GroupConfig{Driver: sidecartest.Driver, Kube: fake.NewClientset(), Client: snap,
 				ClassLister: grouplisters.NewVolumeGroupSnapshotClassLister(classes), CSI: tt.csi, NamePrefix: "groupsnapshot",
 				NameUUIDLength: -1, Events: events, PollInterval: pollInterval, Now: func() time.Time { return testNow }})
-			_, err := h.Sync(testContext(t), tt.content)
+			_, err = h.Sync(testContext(t), stored)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
 			}
