@@ -10,7 +10,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/stowage-csi/stowage/e2e/rig"
+	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
@@ -21,7 +21,7 @@ const clientModule = "github.com/kubernetes-csi/external-snapshotter/client/v8"
 // (snapshot and group snapshot CRDs and the kustomization), byte for byte, at the version the snapshotter
 // module builds against, so what is deployed is what the binaries were built for.
 func TestDeployedCRDsAreUpstreams(t *testing.T) {
-	root, err := rig.RepoRoot(".")
+	root, err := e2erig.RepoRoot(".")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (c *Controller) syncUnready(ctx context.Context, in createInput) error {
 	if vs.Spec.Source.VolumeSnapshotContentName != nil {
 		return c.bindPreProvisioned(ctx, vs)
 	}
-	content, err := c.contents.Get(dynamicContentName(vs))
+	content, err := c.content(dynamicContentName(vs))
 	switch {
 	case err == nil:
 		if err := c.checkDynamicContent(ctx, vs, content); err != nil {
@@ -73,7 +73,7 @@ func (c *Controller) bindPreProvisioned(ctx context.Context, vs *snapv1.VolumeSn
 	if name == "" {
 		return fmt.Errorf("volumesnapshot %s/%s spec.source.volumeSnapshotContentName is empty", vs.Namespace, vs.Name)
 	}
-	content, err := c.contents.Get(name)
+	content, err := c.content(name)
 	if apierrors.IsNotFound(err) {
 		c.errorStatus(ctx, vs, true, v1.EventTypeWarning, "SnapshotContentMissing", "VolumeSnapshotContent is missing")
 		return fmt.Errorf("volumesnapshot %s/%s requests a non-existing content %s", vs.Namespace, vs.Name, name)

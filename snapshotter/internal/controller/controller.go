@@ -20,6 +20,7 @@ import (
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/stowage-csi/stowage/shared/workqueue"
 	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
+	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
 // Queue names, upstream's.
@@ -40,6 +42,10 @@ const (
 // bySourceClaim indexes VolumeSnapshots by the "namespace/name" of the claim they snapshot, so a claim's change
 // (bound at last, or a finalizer to release) reaches exactly its snapshots.
 const bySourceClaim = "sourceClaim"
+
+// byClass indexes dynamic VolumeSnapshots by the class they name ("" for none), so a class that appears (or
+// becomes a default) reaches the snapshots that wait for it instead of their retry backoff.
+const byClass = "class"
 
 // Config wires a Controller.
 type Config struct {
@@ -72,8 +78,12 @@ type Controller struct {
 	classes   snaplisters.VolumeSnapshotClassLister
 	claims    corelisters.PersistentVolumeClaimLister
 	nodes     corelisters.NodeLister
-	byClaim   cache.Indexer
-	synced    []cache.InformerSynced
+	// byClaim is the snapshot informer's indexer, with the bySourceClaim and byClass indexes.
+	byClaim cache.Indexer
+	synced  []cache.InformerSynced
+	// snapshotsWritten and contentsWritten hold this controller's writes the informers have not shown yet.
+	snapshotsWritten *fresher[*snapv1.VolumeSnapshot]
+	contentsWritten  *fresher[*snapv1.VolumeSnapshotContent]
 }
 
 // New registers the event handlers on the informers; call it before the informers start.
@@ -85,8 +95,11 @@ func New(cfg Config) (*Controller, error) {
 		classes:   cfg.Classes.Lister(),
 		claims:    cfg.Claims.Lister(),
 		byClaim:   cfg.Snapshots.Informer().GetIndexer(),
+
+		snapshotsWritten: newFresher[*snapv1.VolumeSnapshot](),
+		contentsWritten:  newFresher[*snapv1.VolumeSnapshotContent](),
 	}
-	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys}); err != nil {
+	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys, byClass: classKeys}); err != nil {
 		return nil, fmt.Errorf("indexing VolumeSnapshots by source claim: %w", err)
 	}
 	regs := []struct {
@@ -97,10 +110,11 @@ func New(cfg Config) (*Controller, error) {
 		{"VolumeSnapshot", cfg.Snapshots.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.snapshotChanged, UpdateFunc: func(_, obj any) { c.snapshotChanged(obj) }, DeleteFunc: c.snapshotDeleted}},
 		{"VolumeSnapshotContent", cfg.Contents.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc: c.contentChanged, UpdateFunc: func(_, obj any) { c.contentChanged(obj) }, DeleteFunc: c.contentChanged}},
+			AddFunc: c.contentChanged, UpdateFunc: func(_, obj any) { c.contentChanged(obj) }, DeleteFunc: c.contentDeleted}},
 		{"PersistentVolumeClaim", cfg.Claims.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc: c.claimChanged, UpdateFunc: func(_, obj any) { c.claimChanged(obj) }, DeleteFunc: c.claimChanged}},
-		{"VolumeSnapshotClass", cfg.Classes.Informer(), cache.ResourceEventHandlerFuncs{}},
+		{"VolumeSnapshotClass", cfg.Classes.Informer(), cache.ResourceEventHandlerFuncs{
+			AddFunc: c.classChanged, UpdateFunc: func(_, obj any) { c.classChanged(obj) }}},
 	}
 	for _, r := range regs {
 		reg, err := r.informer.AddEventHandler(r.handler)
@@ -138,14 +152,21 @@ func (c *Controller) syncSnapshotKey(ctx context.Context, key string) error {
 	}
 	vs, err := c.snapshots.VolumeSnapshots(ns).Get(name)
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			c.snapshotsWritten.forget(key)
+		}
 		return ignoreNotFound(err)
 	}
+	if c.snapshotsWritten.isGone(key, vs) {
+		return nil
+	}
+	vs = c.snapshotsWritten.latest(key, vs)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumesnapshot", key))
 	return c.syncSnapshot(ctx, vs)
 }
 
 func (c *Controller) syncContentKey(ctx context.Context, name string) error {
-	content, err := c.contents.Get(name)
+	content, err := c.content(name)
 	if err != nil {
 		return ignoreNotFound(err)
 	}
@@ -169,6 +190,7 @@ func (c *Controller) snapshotDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.snapshotsWritten.forget(vs.Namespace + "/" + vs.Name)
 	c.cfg.Metrics.Record(opmetrics.DeleteSnapshot, vs.UID, opmetrics.StatusSuccess, c.driverOf(vs))
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		c.cfg.ContentQueue.Add(*vs.Status.BoundVolumeSnapshotContentName)
@@ -191,6 +213,16 @@ func (c *Controller) contentChanged(obj any) {
 	}
 }
 
+func (c *Controller) contentDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok {
+		c.contentsWritten.forget(content.Name)
+		c.contentChanged(content)
+	}
+}
+
 // claimChanged queues the snapshots taken of the claim (waiting for it to bind, or holding its finalizer) and
 // the snapshot it is restored from (whose deletion waits while the claim is Pending).
 func (c *Controller) claimChanged(obj any) {
@@ -208,6 +240,36 @@ func (c *Controller) claimChanged(obj any) {
 	if ds := pvc.Spec.DataSource; isSnapshotSource(ds) {
 		c.cfg.SnapshotQueue.Add(pvc.Namespace + "/" + ds.Name)
 	}
+}
+
+// classChanged queues the dynamic snapshots naming the class and, for a default class, those naming none.
+func (c *Controller) classChanged(obj any) {
+	class, ok := obj.(*snapv1.VolumeSnapshotClass)
+	if !ok {
+		return
+	}
+	keys := []string{class.Name}
+	if class.Annotations[snapapi.AnnDefaultClass] == "true" {
+		keys = append(keys, "")
+	}
+	for _, k := range keys {
+		snaps, _ := c.byClaim.ByIndex(byClass, k)
+		for _, o := range snaps {
+			c.snapshotChanged(o)
+		}
+	}
+}
+
+// classKeys is the byClass index function: only snapshots not bound yet can be waiting for a class.
+func classKeys(obj any) ([]string, error) {
+	vs, ok := obj.(*snapv1.VolumeSnapshot)
+	if !ok || vs.Spec.Source.PersistentVolumeClaimName == nil || isBound(vs) {
+		return nil, nil
+	}
+	if vs.Spec.VolumeSnapshotClassName == nil {
+		return []string{""}, nil
+	}
+	return []string{*vs.Spec.VolumeSnapshotClassName}, nil
 }
 
 // sourceClaimKeys is the bySourceClaim index function.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -9,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
@@ -58,13 +60,19 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 	if !deleteContent {
 		drop = append(drop, snapapi.SnapshotBoundFinalizer)
 	}
-	_, err = patch.RetryOnConflict(ctx, vs, c.getSnapshot(vs), func(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
+	updated, err := patch.RetryOnConflict(ctx, vs, c.getSnapshot(vs), func(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
 		return patch.Mutate(ctx, c.snapshotPatch(vs.Namespace), vs, func(vs *snapv1.VolumeSnapshot) {
 			vs.Finalizers = slices.DeleteFunc(slices.Clone(vs.Finalizers), func(f string) bool { return slices.Contains(drop, f) })
 		})
 	})
+	if apierrors.IsNotFound(err) {
+		return nil // gone already: what the removal was for
+	}
 	if err != nil {
 		return fmt.Errorf("removing finalizers of volumesnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
+	}
+	if len(updated.Finalizers) == 0 {
+		c.snapshotsWritten.deleted(vs.Namespace+"/"+vs.Name, vs.UID)
 	}
 	return nil
 }
@@ -81,7 +89,7 @@ func (c *Controller) boundContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnap
 	default:
 		return nil, nil
 	}
-	content, err := c.contents.Get(name)
+	content, err := c.content(name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -95,14 +103,22 @@ func (c *Controller) boundContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnap
 }
 
 // markBeingDeleted sets volumesnapshot-being-deleted on content: csi-snapshotter deletes the storage snapshot
-// only of a content so marked (or one deleted by a user).
+// only of a content so marked (or one deleted by a user). The merge patch sets that one key and nothing else,
+// so it needs no resourceVersion precondition: csi-snapshotter writes the same content at the same time (its
+// being-created annotation, its status), and a version precondition would only turn that into 409s. The UID
+// precondition keeps it off a content recreated under the same name. (Upstream replaces the whole annotation
+// map without any precondition, which can drop csi-snapshotter's annotation.)
 func (c *Controller) markBeingDeleted(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
 	if _, ok := content.Annotations[snapapi.AnnBeingDeleted]; ok {
 		return content, nil
 	}
-	updated, err := patch.RetryOnConflict(ctx, content, c.getContent(content), func(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		return patch.SetAnnotation(ctx, c.contentPatch(), content, snapapi.AnnBeingDeleted, "yes")
-	})
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": content.UID, "annotations": map[string]string{snapapi.AnnBeingDeleted: "yes"},
+	}})
+	if err != nil {
+		return content, err
+	}
+	updated, err := c.contentPatch()(ctx, content.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
 		return content, fmt.Errorf("annotating VolumeSnapshotContent %s %s: %w", content.Name, snapapi.AnnBeingDeleted, err)
 	}

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 )
@@ -53,12 +54,39 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
+// snapshotPatch and contentPatch are the clients' Patch, remembering each object written (see fresher).
 func (c *Controller) snapshotPatch(ns string) patch.Func[*snapv1.VolumeSnapshot] {
-	return c.cfg.Snap.SnapshotV1().VolumeSnapshots(ns).Patch
+	return func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*snapv1.VolumeSnapshot, error) {
+		vs, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(ns).Patch(ctx, name, pt, data, opts, sub...)
+		if err == nil {
+			c.snapshotsWritten.wrote(ns+"/"+name, vs)
+		}
+		return vs, err
+	}
 }
 
 func (c *Controller) contentPatch() patch.Func[*snapv1.VolumeSnapshotContent] {
-	return c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Patch
+	return func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*snapv1.VolumeSnapshotContent, error) {
+		content, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, name, pt, data, opts, sub...)
+		if err == nil {
+			c.contentsWritten.wrote(name, content)
+		}
+		return content, err
+	}
+}
+
+// content is the content name from the cache, or this controller's newer write of it.
+func (c *Controller) content(name string) (*snapv1.VolumeSnapshotContent, error) {
+	content, err := c.contents.Get(name)
+	if apierrors.IsNotFound(err) {
+		if created, ok := c.contentsWritten.get(name); ok {
+			return created, nil
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c.contentsWritten.latest(name, content), nil
 }
 
 // getSnapshot, getContent and getClaim re-read an object after a 409, for patch.RetryOnConflict.

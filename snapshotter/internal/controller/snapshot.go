@@ -156,7 +156,7 @@ func (c *Controller) expectedPolicy(vs *snapv1.VolumeSnapshot, class *snapv1.Vol
 	if n := vs.Spec.Source.VolumeSnapshotContentName; n != nil {
 		name = *n
 	}
-	content, err := c.contents.Get(name)
+	content, err := c.content(name)
 	switch {
 	case err == nil:
 		if refersTo(content, vs) || (vs.Spec.Source.VolumeSnapshotContentName != nil && content.Spec.VolumeSnapshotRef.UID == "" &&
@@ -174,7 +174,7 @@ func (c *Controller) expectedPolicy(vs *snapv1.VolumeSnapshot, class *snapv1.Vol
 
 // syncReady checks that a ready snapshot's content still exists and still points back at it.
 func (c *Controller) syncReady(ctx context.Context, vs *snapv1.VolumeSnapshot) error {
-	content, err := c.contents.Get(*vs.Status.BoundVolumeSnapshotContentName)
+	content, err := c.content(*vs.Status.BoundVolumeSnapshotContentName)
 	if apierrors.IsNotFound(err) {
 		c.errorStatus(ctx, vs, true, v1.EventTypeWarning, "SnapshotContentMissing", "VolumeSnapshotContent is missing")
 		return nil
@@ -218,7 +218,7 @@ func (c *Controller) errorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot,
 // driverOf is the driver of the snapshot's content or class, "" when neither is known; it labels metrics.
 func (c *Controller) driverOf(vs *snapv1.VolumeSnapshot) string {
 	if n := vs.Spec.Source.VolumeSnapshotContentName; n != nil {
-		if content, err := c.contents.Get(*n); err == nil && content.Spec.Driver != "" {
+		if content, err := c.content(*n); err == nil && content.Spec.Driver != "" {
 			return content.Spec.Driver
 		}
 	}
