@@ -43,7 +43,13 @@ func TestModifyNeedsTheCapabilityAndExpandStopsAtCapacity(t *testing.T) {
 		t.Errorf("expand beyond capacity: %v, want OutOfRange", err)
 	}
 	rsp, err := c.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol.ID, CapacityRange: &csi.CapacityRange{RequiredBytes: 2 << 30}})
-	if err != nil || rsp.CapacityBytes != 2<<30 {
-		t.Errorf("expand to 2Gi: %v, %v", rsp, err)
+	if err != nil || rsp.CapacityBytes != 2<<30 || !rsp.NodeExpansionRequired {
+		t.Errorf("expand to 2Gi: %v, %v; want 2Gi and node expansion", rsp, err)
+	}
+	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}}
+	rsp, err = c.ControllerExpandVolume(ctx, &csi.ControllerExpandVolumeRequest{VolumeId: vol.ID, VolumeCapability: block,
+		CapacityRange: &csi.CapacityRange{RequiredBytes: 3 << 30}})
+	if err != nil || rsp.CapacityBytes != 3<<30 || rsp.NodeExpansionRequired {
+		t.Errorf("expand a block volume to 3Gi: %v, %v; want 3Gi without node expansion", rsp, err)
 	}
 }

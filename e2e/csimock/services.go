@@ -250,7 +250,9 @@ func (s controller) ControllerExpandVolume(_ context.Context, req *csi.Controlle
 	if size > v.CapacityBytes {
 		v.CapacityBytes = size
 	}
-	return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: true}, nil
+	// A raw block volume has no filesystem for the node to grow, as real block drivers (EBS among them) answer.
+	_, block := req.GetVolumeCapability().GetAccessType().(*csi.VolumeCapability_Block)
+	return &csi.ControllerExpandVolumeResponse{CapacityBytes: v.CapacityBytes, NodeExpansionRequired: !block}, nil
 }
 
 func (s controller) ValidateVolumeCapabilities(_ context.Context, req *csi.ValidateVolumeCapabilitiesRequest) (*csi.ValidateVolumeCapabilitiesResponse, error) {

@@ -80,6 +80,24 @@ func newFixture(t *testing.T, ctx context.Context, client kubernetes.Interface, 
 	return f
 }
 
+// boundBlockClaim is boundClaim for a raw block volume and claim.
+func (f *fixture) boundBlockClaim(t *testing.T, ns, name string) (csimock.Volume, *corev1.PersistentVolumeClaim) {
+	t.Helper()
+	block := corev1.PersistentVolumeBlock
+	vol := f.drv.AddVolume(name, 1<<30)
+	pv := classPV(name, f.class, f.driver, vol.ID)
+	pv.Spec.VolumeMode = &block
+	if _, err := f.client.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	claim := classClaim(ns, name, f.class, name)
+	claim.Spec.VolumeMode = &block
+	if _, err := f.client.CoreV1().PersistentVolumeClaims(ns).Create(f.ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return vol, f.waitClaim(t, ns, name, "bound", func(c *corev1.PersistentVolumeClaim) bool { return c.Status.Phase == corev1.ClaimBound })
+}
+
 // boundClaim adds a 1Gi volume to the driver, creates its PersistentVolume and a claim for it in ns, and waits
 // until kube-controller-manager bound them. It returns the volume and the bound claim.
 func (f *fixture) boundClaim(t *testing.T, ns, name string) (csimock.Volume, *corev1.PersistentVolumeClaim) {

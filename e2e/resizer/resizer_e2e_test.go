@@ -61,6 +61,26 @@ func TestE2EResizer(t *testing.T) {
 		}
 	})
 
+	t.Run("controller-only expansion (block): finished by the resizer, the kubelet told no node expansion", func(t *testing.T) {
+		vol, _ := f.boundBlockClaim(t, ns, "raw")
+		f.request(t, ns, "raw", "2Gi")
+		pvc := f.waitClaim(t, ns, "raw", "at 2Gi", func(c *corev1.PersistentVolumeClaim) bool { return storage(c.Status.Capacity) == "2Gi" })
+		if _, ok := pvc.Status.AllocatedResourceStatuses[corev1.ResourceStorage]; ok || len(pvc.Status.Conditions) != 0 {
+			t.Errorf("status = %+v, want no resize state and no conditions", pvc.Status)
+		}
+		if got := pvc.Annotations["volume.kubernetes.io/node-expansion-not-required"]; got != "true" {
+			t.Errorf("annotations = %v, want volume.kubernetes.io/node-expansion-not-required=true", pvc.Annotations)
+		}
+		pv := f.waitPV(t, "raw", "at 2Gi", func(pv *corev1.PersistentVolume) bool { return storage(pv.Spec.Capacity) == "2Gi" })
+		if _, ok := pv.Annotations["volume.alpha.kubernetes.io/pre-resize-capacity"]; ok {
+			t.Errorf("PV annotations = %v, want no pre-resize capacity", pv.Annotations)
+		}
+		f.waitEvent(t, ns, "raw", "VolumeResizeSuccessful")
+		if got := driverVolume(t, f.drv, vol.ID).CapacityBytes; got != 2<<30 {
+			t.Errorf("driver's volume size = %d, want 2Gi", got)
+		}
+	})
+
 	t.Run("modify: the class's parameters reach the driver, the claim and the volume record it", func(t *testing.T) {
 		vol, _ := f.boundClaim(t, ns, "tune")
 		f.attributesClass(t, "gold", map[string]string{"iops": "6000"})
