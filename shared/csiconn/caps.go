@@ -44,17 +44,19 @@ func (c *Conn) PluginCapabilities(ctx context.Context) (PluginCapabilities, erro
 	if err != nil {
 		return PluginCapabilities{}, err
 	}
-	return PluginCapabilities{
+	pc := PluginCapabilities{
 		Services: collect(caps, func(pc *csi.PluginCapability) csi.PluginCapability_Service_Type { return pc.GetService().GetType() }),
 		VolumeExpansion: collect(caps, func(pc *csi.PluginCapability) csi.PluginCapability_VolumeExpansion_Type {
 			return pc.GetVolumeExpansion().GetType()
 		}),
-	}, nil
+	}
+	c.learnt.record(func(id *driverIdentity) { id.plugin = pc })
+	return pc, nil
 }
 
 // ControllerCapabilities asks the driver's controller service what it supports.
 func (c *Conn) ControllerCapabilities(ctx context.Context) (ControllerCapabilities, error) {
-	return rpcCapabilities(ctx, c, "ControllerGetCapabilities",
+	caps, err := rpcCapabilities(ctx, c, "ControllerGetCapabilities",
 		func(ctx context.Context) ([]*csi.ControllerServiceCapability, error) {
 			rsp, err := csi.NewControllerClient(c.conn).ControllerGetCapabilities(ctx, &csi.ControllerGetCapabilitiesRequest{})
 			return rsp.GetCapabilities(), err
@@ -62,6 +64,10 @@ func (c *Conn) ControllerCapabilities(ctx context.Context) (ControllerCapabiliti
 		func(cc *csi.ControllerServiceCapability) csi.ControllerServiceCapability_RPC_Type {
 			return cc.GetRpc().GetType()
 		})
+	if err == nil {
+		c.learnt.record(func(id *driverIdentity) { id.controller = caps })
+	}
+	return caps, err
 }
 
 // NodeCapabilities asks the driver's node service what it supports.

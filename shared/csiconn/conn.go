@@ -44,6 +44,8 @@ type Conn struct {
 	// during which a lost connection is redialled instead (restart.go).
 	onLoss    func(context.Context) bool
 	following atomic.Int32
+	// learnt is the driver as the sidecar first learnt it, which a restarted driver must still be.
+	learnt learntIdentity
 }
 
 // Connect dials the driver, waiting up to 30 s for its socket (csi-lib-utils' connection.Connect).
@@ -141,5 +143,6 @@ func (c *Conn) DriverName(ctx context.Context) (string, error) {
 	if rsp.GetName() == "" {
 		return "", errors.New("GetPluginInfo: the driver returned an empty name")
 	}
+	c.learnt.record(func(id *driverIdentity) { id.name = rsp.GetName() })
 	return rsp.GetName(), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -33,6 +34,46 @@ type driverIdentity struct {
 func (a driverIdentity) equal(b driverIdentity) bool {
 	return a.name == b.name && maps.Equal(a.plugin.Services, b.plugin.Services) &&
 		maps.Equal(a.plugin.VolumeExpansion, b.plugin.VolumeExpansion) && maps.Equal(a.controller, b.controller)
+}
+
+// learntIdentity keeps the first answer of each discovery call, as the sidecar learnt it at start-up.
+type learntIdentity struct {
+	mu                       sync.Mutex
+	name, plugin, controller bool // which parts were learnt
+	id                       driverIdentity
+}
+
+// record applies set to the learnt identity unless that part was learnt already.
+func (l *learntIdentity) record(set func(*driverIdentity)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var fresh driverIdentity
+	set(&fresh)
+	if fresh.name != "" && !l.name {
+		l.id.name, l.name = fresh.name, true
+	}
+	if fresh.plugin.Services != nil && !l.plugin {
+		l.id.plugin, l.plugin = fresh.plugin, true
+	}
+	if fresh.controller != nil && !l.controller {
+		l.id.controller, l.controller = fresh.controller, true
+	}
+}
+
+// over returns now with every part the sidecar learnt replaced by what it learnt.
+func (l *learntIdentity) over(now driverIdentity) driverIdentity {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.name {
+		now.name = l.id.name
+	}
+	if l.plugin {
+		now.plugin = l.id.plugin
+	}
+	if l.controller {
+		now.controller = l.id.controller
+	}
+	return now
 }
 
 // identify reads the driver's name and its plugin and controller capabilities.
@@ -71,12 +112,22 @@ func (c *Conn) lost(ctx context.Context) bool {
 // driver cannot be identified at the start or the connection is closed.
 func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context)) error {
 	logger := klog.FromContext(ctx)
-	known, err := c.identify(ctx)
+	// Following from here on: a driver that restarted before (while this replica stood by) is redialled too.
+	c.following.Add(1)
+	defer c.following.Add(-1)
+	// Probe first: the connection may have gone stale while nobody called (Unavailable until redialled).
+	if err := c.ProbeUntilReady(ctx); err != nil {
+		return fmt.Errorf("probing the CSI driver to follow its restarts: %w", err)
+	}
+	now, err := c.identify(ctx)
 	if err != nil {
 		return fmt.Errorf("identifying the CSI driver to follow its restarts: %w", err)
 	}
-	c.following.Add(1)
-	defer c.following.Add(-1)
+	// The driver must be the one the sidecar learnt at start-up, not just the one answering now.
+	known := c.learnt.over(now)
+	if err := c.checkSame(ctx, known, now); err != nil {
+		return err
+	}
 
 	down := false
 	state := c.conn.GetState()
@@ -146,13 +197,22 @@ func (c *Conn) cameBack(ctx context.Context, known driverIdentity, onBack func(c
 		logger.Error(err, "CSI driver came back but cannot be identified")
 		return nil
 	}
-	if !now.equal(known) {
-		logger.Info("CSI driver came back as a different driver, handling it as a lost connection",
-			"name", now.name, "previousName", known.name)
-		c.onLoss(ctx)
-		return fmt.Errorf("CSI driver %q came back as %q with other capabilities", known.name, now.name)
+	if err := c.checkSame(ctx, known, now); err != nil {
+		return err
 	}
 	logger.Info("CSI driver is back and ready")
 	onBack(ctx)
 	return nil
+}
+
+// checkSame handles a driver that is not the known one as a lost connection (by default the process exits, to
+// start over and learn the new driver) and returns an error naming both.
+func (c *Conn) checkSame(ctx context.Context, known, now driverIdentity) error {
+	if now.equal(known) {
+		return nil
+	}
+	klog.FromContext(ctx).Info("CSI driver is not the one the sidecar started with, handling it as a lost connection",
+		"name", now.name, "previousName", known.name)
+	c.onLoss(ctx)
+	return fmt.Errorf("CSI driver %q came back as %q or with other capabilities", known.name, now.name)
 }

@@ -161,3 +161,25 @@ func TestPendingRequeuesFailedAndRunningItems(t *testing.T) {
 		t.Errorf("after the running item succeeded, requeued %v, want [fails]", got)
 	}
 }
+
+// A driver replaced while nobody followed it (this replica stood by) is checked against what the sidecar
+// learnt at start-up when following starts, not taken as the driver to follow.
+func TestFollowRestartsRefusesADriverChangedBeforeIt(t *testing.T) {
+	d := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d"})
+	c, lost := connect(t, d, nil)
+	if _, err := c.DriverName(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	d.Stop()
+	d.Name = "upgraded"
+	restart(t, d)
+	err := c.FollowRestarts(context.Background(), func(context.Context) { t.Error("a changed driver was reported back") })
+	if err == nil || !strings.Contains(err.Error(), `"upgraded"`) {
+		t.Fatalf("FollowRestarts() = %v, want an error naming the new driver", err)
+	}
+	select {
+	case <-lost:
+	default:
+		t.Error("the connection-loss hook did not run for a changed driver")
+	}
+}
