@@ -97,10 +97,16 @@ func buildSnapshotter(t *testing.T, dir string) string {
 // process is killed when the test ends, if it still runs, and its log is printed if the test failed.
 func (r *rig) startSnapshotter(t *testing.T, name, endpoint string, extra ...string) *e2erig.Process {
 	t.Helper()
+	return r.startBinary(t, r.binary, name, endpoint, extra...)
+}
+
+// startBinary runs the csi-snapshotter at path (Stowage's or upstream's) as startSnapshotter does.
+func (r *rig) startBinary(t *testing.T, path, name, endpoint string, extra ...string) *e2erig.Process {
+	t.Helper()
 	args := append([]string{"--kubeconfig=" + r.kubeconfig, "--csi-address=" + endpoint,
 		"--leader-election-namespace=" + snapshotterNamespace}, upstreamArgs...)
 	args = append(args, extra...)
-	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: r.binary, Args: args, LogDir: t.TempDir()})
+	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: path, Args: args, LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("start csi-snapshotter: %v", err)
 	}
