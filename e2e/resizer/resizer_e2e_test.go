@@ -6,8 +6,12 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,6 +164,65 @@ func TestE2EResizer(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("resizer writes:\n%s", strings.Join(e2erig.Strings(r.resizerWrites(t)), "\n"))
+	}
+}
+
+// TestE2EResizerInUse runs csi-resizer with upstream's default --handle-volume-inuse-error=true (its Pod cache
+// under the same RBAC) against a driver that expands only offline: refused with FailedPrecondition while a Pod
+// uses the claim, the expansion is not tried again until the Pod is gone, and then it is at once.
+func TestE2EResizerInUse(t *testing.T) {
+	r := startRig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	f := newFixture(t, ctx, r.client, "offline")
+	var online atomic.Bool
+	f.drv.SetBeforeCall(func(_ context.Context, method string, _ any) error {
+		if method == csimock.ControllerExpandVolume && !online.Load() {
+			return status.Error(codes.FailedPrecondition, "volume is in use: this driver expands offline only")
+		}
+		return nil
+	})
+	r.startResizer(t, "csi-resizer", f.drv.Endpoint(), "--leader-election=true", "--v=2")
+	const ns = "default"
+	vol, _ := f.boundClaim(t, ns, "busy")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "user"},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/none"}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "busy"},
+			}}},
+		},
+	}
+	if _, err := r.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.request(t, ns, "busy", "2Gi")
+	// The first refusal, then a retry that sees the Pod and does not call the driver.
+	e2erig.Eventually(t, ctx, waitTimeout, "a VolumeResizeFailed Event for the Pod in use", func(ctx context.Context) (bool, error) {
+		list, err := r.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=busy"})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "VolumeResizeFailed" && strings.Contains(e.Message, "only supports offline expansion and volume is currently in-use") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if n := f.drv.CallsFor(csimock.ControllerExpandVolume, vol.ID); n != 1 {
+		t.Errorf("ControllerExpandVolume calls while the Pod exists = %d, want 1", n)
+	}
+	online.Store(true)
+	if err := r.client.CoreV1().Pods(ns).Delete(ctx, "user", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitClaim(t, ns, "busy", "expanded once the Pod is gone", func(c *corev1.PersistentVolumeClaim) bool {
+		return c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending
+	})
+	if n := f.drv.CallsFor(csimock.ControllerExpandVolume, vol.ID); n != 2 {
+		t.Errorf("ControllerExpandVolume calls = %d, want 2 (refused, then after the Pod)", n)
 	}
 }
 
