@@ -166,12 +166,12 @@ func modifies(ctx context.Context, env *sidecar.Env) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	switch {
-	case served:
+	if served {
 		return true, nil
-	case fallback:
+	}
+	if fallback {
 		logger.Info("The API server does not serve storage.k8s.io/v1 VolumeAttributesClasses and " + vacFallbackEnv + " is true: running as if the VolumeAttributesClass feature gate were off")
-	default:
+	} else {
 		logger.Info("Warning: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses: claims are not modified; set " +
 			vacFallbackEnv + "=true or --feature-gates=VolumeAttributesClass=false to silence this")
 	}
