@@ -26,7 +26,7 @@ import (
 
 // TestE2ECSISnapshotter runs csi-snapshotter against one real control plane: create and delete with the API
 // writes counted, a content released while its CreateSnapshot is in flight, kill -9 in the middle of a
-// CreateSnapshot, and group snapshots. Each part has a driver of its own, so a sidecar left from one part cannot act in another.
+// CreateSnapshot, group snapshots, and --node-deployment. Each part has a driver of its own, so a sidecar left from one part cannot act in another.
 func TestE2ECSISnapshotter(t *testing.T) {
 	r := startRig(t)
 	t.Run("CreateReadyDeleteRetain", func(t *testing.T) { testCreateDelete(t, r) })
@@ -34,6 +34,7 @@ func TestE2ECSISnapshotter(t *testing.T) {
 	t.Run("KillMidCreateThenRestart", func(t *testing.T) { testKillMidCreate(t, r) })
 	t.Run("FailureInStatusAndEvent", func(t *testing.T) { testFailure(t, r) })
 	t.Run("GroupSnapshots", func(t *testing.T) { testGroups(t, r) })
+	t.Run("NodeDeployment", func(t *testing.T) { testNodeDeployment(t, r) })
 }
 
 // testCreateDelete takes two snapshots, deletes the one with policy Delete and keeps the one with policy

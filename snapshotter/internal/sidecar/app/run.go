@@ -146,6 +146,8 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("creating the snapshot client: %w", err)
 	}
+	// Classes come from a factory of their own: with --node-deployment the contents' factory lists only
+	// this node's contents, and classes carry no such label.
 	var opts []snapinformers.SharedInformerOption
 	if cfg.NodeDeployment {
 		// Distributed snapshotting: the snapshot controller labels each content with the node that serves it.
@@ -154,8 +156,9 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		klog.FromContext(ctx).Info("Node deployment: serving this node's contents only", "node", cfg.nodeName)
 	}
 	factory := snapinformers.NewSharedInformerFactoryWithOptions(client, cfg.Resync, opts...)
+	classFactory := snapinformers.NewSharedInformerFactory(client, cfg.Resync)
 	contents := factory.Snapshot().V1().VolumeSnapshotContents()
-	classes := factory.Snapshot().V1().VolumeSnapshotClasses()
+	classes := classFactory.Snapshot().V1().VolumeSnapshotClasses()
 
 	h := handler.New(handler.Config{
 		Driver:              env.DriverName,
@@ -181,12 +184,14 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	groupCtrl, err := groupController(ctx, env, cfg, client, factory)
+	groupCtrl, err := groupController(ctx, env, cfg, client, factory, classFactory)
 	if err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	classFactory.Start(ctx.Done())
+	defer classFactory.Shutdown()
 	if groupCtrl == nil {
 		return ctrl.Run(ctx)
 	}
@@ -201,7 +206,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 // groupController builds the VolumeGroupSnapshotContent controller when the gate is on, the driver can take
 // group snapshots and the API server serves the group CRDs; otherwise it says why not and returns nil, as
 // upstream only warns.
-func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client snapclient.Interface, factory snapinformers.SharedInformerFactory) (*controller.GroupController, error) {
+func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client snapclient.Interface, factory, classFactory snapinformers.SharedInformerFactory) (*controller.GroupController, error) {
 	logger := klog.FromContext(ctx)
 	if !env.Flags.FeatureGates.Enabled(CSIVolumeGroupSnapshot) {
 		return nil, nil
@@ -226,7 +231,7 @@ func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client s
 		return nil, fmt.Errorf("discovering %s: %w", groupVersion, err)
 	}
 	contents := factory.Groupsnapshot().V1().VolumeGroupSnapshotContents()
-	classes := factory.Groupsnapshot().V1().VolumeGroupSnapshotClasses()
+	classes := classFactory.Groupsnapshot().V1().VolumeGroupSnapshotClasses()
 	h := handler.NewGroup(handler.GroupConfig{
 		Driver:              env.DriverName,
 		Kube:                env.Clients.Kube,
