@@ -4,7 +4,6 @@ package csiresize
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -41,27 +40,6 @@ func (c *Client) Modify(ctx context.Context, req *csi.ControllerModifyVolumeRequ
 	defer cancel()
 	_, err := c.controller.ControllerModifyVolume(ctx, req)
 	return err
-}
-
-// IsFinal reports whether err means the operation surely did not happen and is not still running in the
-// driver. Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted and errors without a gRPC code
-// mean the call may still be in progress (upstream's util.IsFinalError).
-func IsFinal(err error) bool {
-	if err == nil {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
-	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
-		return false
-	}
-	return true
 }
 
 // IsExpandInfeasible reports whether an expansion error means the requested size can never be reached as

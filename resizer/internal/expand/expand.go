@@ -22,6 +22,7 @@ import (
 	"github.com/stowage-csi/stowage/resizer/internal/csiresize"
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
 	"github.com/stowage-csi/stowage/resizer/internal/tracker"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -280,7 +281,7 @@ func (h *Handler) failed(ctx context.Context, key string, pvc *v1.PersistentVolu
 	}
 	cause = fmt.Errorf("resize volume %q by resizer %q failed: %w", pv.Name, h.cfg.Driver, cause)
 	h.cfg.Events.Event(pvc, v1.EventTypeWarning, ReasonResizeFailed, cause.Error())
-	if !csiresize.IsFinal(cause) {
+	if !csiconn.IsFinal(cause) {
 		h.finalErrors.remove(key)
 		h.cfg.Slow.Remove(key)
 		return 0, cause

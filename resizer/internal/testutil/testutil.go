@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 
+	sharedtest "github.com/stowage-csi/stowage/shared/testutil"
+
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -86,21 +88,7 @@ func Listers(objs ...any) (corelisters.PersistentVolumeLister, storagelisters.Vo
 }
 
 // Actions lists a fake clientset's requests as "verb resource[/subresource] name".
-func Actions(client *fake.Clientset) []string {
-	var out []string
-	for _, a := range client.Actions() {
-		res := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			res += "/" + a.GetSubresource()
-		}
-		name := ""
-		if a, ok := a.(clienttesting.GetAction); ok {
-			name = a.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))
-	}
-	return out
-}
+func Actions(client *fake.Clientset) []string { return sharedtest.Actions(client) }
 
 // UnguardedPatches lists the patches that carry no metadata.resourceVersion precondition.
 func UnguardedPatches(client *fake.Clientset) []string {

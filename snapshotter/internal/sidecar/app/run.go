@@ -45,8 +45,9 @@ const (
 	NodeNameEnv = "NODE_NAME"
 )
 
-// CSIVolumeGroupSnapshot is upstream's gate (beta, off) for VolumeGroupSnapshotContents: on, and with a
-// driver that has the GroupController service, csi-snapshotter also serves its group contents.
+// CSIVolumeGroupSnapshot is upstream's gate (GA and on in v8, as snapshot-controller's) for
+// VolumeGroupSnapshotContents: with a driver that has the GroupController service and the group CRDs served,
+// csi-snapshotter also serves its group contents; without either it only warns, as upstream does.
 const CSIVolumeGroupSnapshot featuregate.Feature = "CSIVolumeGroupSnapshot"
 
 // GroupContentQueue is upstream's queue of VolumeGroupSnapshotContents; groupVersion is the group API served.
@@ -58,7 +59,7 @@ const (
 // Defaults are the standard flags' csi-snapshotter defaults and the gate upstream registers besides the
 // common ones.
 var Defaults = flags.Defaults{Timeout: DefaultTimeout, WorkerThreads: DefaultWorkerThreads, Gates: []flags.Gate{{
-	Name: CSIVolumeGroupSnapshot, Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Beta},
+	Name: CSIVolumeGroupSnapshot, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA},
 }}}
 
 // Config holds csi-snapshotter's own flags (the standard ones are in sidecar.Env.Flags).

@@ -4,7 +4,6 @@ package csisnap
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -61,25 +60,4 @@ func (c *Client) GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest)
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "ListSnapshots: the driver lists no snapshot with snapshot_id %q", req.GetSnapshotId())
-}
-
-// IsFinal reports whether err means the call surely did not happen and is not still running in the driver.
-// Canceled, DeadlineExceeded, Unavailable, ResourceExhausted, Aborted and errors without a gRPC code mean the
-// call may still be in progress (upstream's isCSIFinalError).
-func IsFinal(err error) bool {
-	if err == nil {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return false
-	}
-	switch st.Code() {
-	case codes.Canceled, codes.DeadlineExceeded, codes.Unavailable, codes.ResourceExhausted, codes.Aborted:
-		return false
-	}
-	return true
 }

@@ -2,8 +2,6 @@ package csisnap
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // fakeController answers CreateSnapshot and ListSnapshots with what is set on it; it embeds the interface so
@@ -43,7 +43,7 @@ func TestCreateSnapshot(t *testing.T) {
 	// A driver that answers without an ID may still have made a snapshot: not final, so the being-created
 	// annotation stays and the call is repeated.
 	f.create = &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{}}
-	if _, err := New(f, time.Minute).CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "s"}); err == nil || IsFinal(err) {
+	if _, err := New(f, time.Minute).CreateSnapshot(ctx, &csi.CreateSnapshotRequest{Name: "s"}); err == nil || csiconn.IsFinal(err) {
 		t.Errorf("CreateSnapshot without snapshot_id: err = %v, want a non-final error", err)
 	}
 }
@@ -58,30 +58,5 @@ func TestGetSnapshot(t *testing.T) {
 	f.list = &csi.ListSnapshotsResponse{}
 	if _, err := New(f, time.Minute).GetSnapshot(ctx, &csi.ListSnapshotsRequest{SnapshotId: "snap-1"}); status.Code(err) != codes.NotFound {
 		t.Errorf("GetSnapshot of an unlisted ID: err = %v, want NotFound", err)
-	}
-}
-
-func TestIsFinal(t *testing.T) {
-	tests := []struct {
-		err   error
-		final bool
-	}{
-		{nil, true},
-		{status.Error(codes.InvalidArgument, "bad"), true},
-		{status.Error(codes.NotFound, "gone"), true},
-		{status.Error(codes.AlreadyExists, "other source"), true},
-		{status.Error(codes.DeadlineExceeded, "slow"), false},
-		{status.Error(codes.Canceled, "gone"), false},
-		{status.Error(codes.Unavailable, "down"), false},
-		{status.Error(codes.ResourceExhausted, "busy"), false},
-		{status.Error(codes.Aborted, "pending"), false},
-		{context.DeadlineExceeded, false},
-		{fmt.Errorf("wrapped: %w", context.Canceled), false},
-		{errors.New("no gRPC code"), false},
-	}
-	for _, tt := range tests {
-		if got := IsFinal(tt.err); got != tt.final {
-			t.Errorf("IsFinal(%v) = %v, want %v", tt.err, got, tt.final)
-		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/csisnap"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -33,7 +33,7 @@ func (h *Handler) create(ctx context.Context, c *snapv1.VolumeSnapshotContent) (
 	snap, err := h.cfg.CSI.CreateSnapshot(ctx, req)
 	if err != nil {
 		cause := fmt.Errorf("CreateSnapshot %q of volume %s: %w", req.Name, req.SourceVolumeId, err)
-		if csisnap.IsFinal(err) {
+		if csiconn.IsFinal(err) {
 			// The driver answered: nothing is in progress, so nothing can leak.
 			removed, rerr := h.removeBeingCreated(ctx, c)
 			if rerr != nil {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
-	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/csisnap"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -59,7 +59,7 @@ func (h *Handler) createdMeanwhile(ctx context.Context, c *snapv1.VolumeSnapshot
 	}
 	snap, err := h.cfg.CSI.CreateSnapshot(ctx, req)
 	if err != nil {
-		if csisnap.IsFinal(err) {
+		if csiconn.IsFinal(err) {
 			klog.FromContext(ctx).V(2).Info("Interrupted CreateSnapshot made no snapshot", "name", req.Name, "err", err)
 			return "", nil
 		}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/csisnap"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -111,7 +111,7 @@ func (h *GroupHandler) create(ctx context.Context, gc *groupv1.VolumeGroupSnapsh
 	group, err := h.cfg.CSI.CreateGroup(ctx, req)
 	if err != nil {
 		cause := fmt.Errorf("CreateVolumeGroupSnapshot %q of volumes %v: %w", req.Name, req.SourceVolumeIds, err)
-		if csisnap.IsFinal(err) {
+		if csiconn.IsFinal(err) {
 			removed, rerr := h.removeBeingCreated(ctx, gc)
 			if rerr != nil {
 				return 0, rerr

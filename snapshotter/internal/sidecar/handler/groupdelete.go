@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
-	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/csisnap"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -78,7 +78,7 @@ func (h *GroupHandler) createdMeanwhile(ctx context.Context, gc *groupv1.VolumeG
 	}
 	group, err := h.cfg.CSI.CreateGroup(ctx, req)
 	if err != nil {
-		if csisnap.IsFinal(err) {
+		if csiconn.IsFinal(err) {
 			klog.FromContext(ctx).V(2).Info("Interrupted CreateVolumeGroupSnapshot made no group", "name", req.Name, "err", err)
 			return &csi.VolumeGroupSnapshot{}, nil
 		}

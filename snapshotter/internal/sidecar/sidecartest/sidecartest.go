@@ -4,15 +4,15 @@ package sidecartest
 
 import (
 	"context"
-	"fmt"
 	"sync"
+
+	sharedtest "github.com/stowage-csi/stowage/shared/testutil"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -49,21 +49,7 @@ func Class(params map[string]string) *snapv1.VolumeSnapshotClass {
 }
 
 // Actions lists a fake clientset's requests as "verb resource[/subresource] name".
-func Actions(client interface{ Actions() []clienttesting.Action }) []string {
-	var out []string
-	for _, a := range client.Actions() {
-		res := a.GetResource().Resource
-		if a.GetSubresource() != "" {
-			res += "/" + a.GetSubresource()
-		}
-		name := ""
-		if a, ok := a.(clienttesting.GetAction); ok {
-			name = a.GetName()
-		}
-		out = append(out, fmt.Sprintf("%s %s %s", a.GetVerb(), res, name))
-	}
-	return out
-}
+func Actions(client sharedtest.Recorder) []string { return sharedtest.Actions(client) }
 
 // FakeCSI records the calls and answers with what is set on it.
 type FakeCSI struct {
