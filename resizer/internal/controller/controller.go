@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -54,11 +55,15 @@ type Controller struct {
 	pvcLister corelisters.PersistentVolumeClaimLister
 	pvcIndex  cache.Indexer
 	synced    []cache.InformerSynced
+	// pendingExpand and pendingModify are the claims whose last expand or modify sync failed or is running:
+	// DriverBack retries them.
+	pendingExpand, pendingModify *csiconn.Pending[string]
 }
 
 // New registers the event handlers on the informers, which must not have started yet.
 func New(cfg Config) (*Controller, error) {
-	c := &Controller{cfg: cfg, pvcLister: cfg.PVCInformer.Lister(), synced: cfg.Synced}
+	c := &Controller{cfg: cfg, pvcLister: cfg.PVCInformer.Lister(), synced: cfg.Synced,
+		pendingExpand: csiconn.NewPending[string](), pendingModify: csiconn.NewPending[string]()}
 	pvcInf := cfg.PVCInformer.Informer()
 	if cfg.Modify != nil {
 		if err := pvcInf.AddIndexers(cache.Indexers{classIndex: indexByClass}); err != nil {
@@ -105,19 +110,32 @@ func (c *Controller) Run(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Caches synced, starting workers", "workers", c.cfg.Workers, "modify", c.cfg.Modify != nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		workqueue.Run(ctx, c.cfg.Workers, c.cfg.ExpandQueue, func(ctx context.Context, key string) error {
+		workqueue.Run(ctx, c.cfg.Workers, c.cfg.ExpandQueue, c.pendingExpand.Track(func(ctx context.Context, key string) error {
 			return c.sync(ctx, key, c.cfg.Expand, c.cfg.ExpandQueue)
-		})
+		}))
 	})
 	if c.cfg.Modify != nil {
 		wg.Go(func() {
-			workqueue.Run(ctx, c.cfg.Workers, c.cfg.ModifyQueue, func(ctx context.Context, key string) error {
+			workqueue.Run(ctx, c.cfg.Workers, c.cfg.ModifyQueue, c.pendingModify.Track(func(ctx context.Context, key string) error {
 				return c.sync(ctx, key, c.cfg.Modify, c.cfg.ModifyQueue)
-			})
+			}))
 		})
 	}
 	wg.Wait()
 	return nil
+}
+
+// DriverBack retries at once, instead of at the end of their backoff, the claims whose last expand or modify
+// sync failed (most likely because the driver was away) or is running; csiconn.FollowRestarts calls it when
+// the driver is back after a restart. An infeasible size or class is not among them: its sync succeeded and
+// asked to be looked at again after --retry-interval-max, as the driver's answer was final.
+func (c *Controller) DriverBack(ctx context.Context) {
+	expand := c.pendingExpand.Requeue(c.cfg.ExpandQueue.Add)
+	modify := 0
+	if c.cfg.Modify != nil {
+		modify = c.pendingModify.Requeue(c.cfg.ModifyQueue.Add)
+	}
+	klog.FromContext(ctx).Info("CSI driver is back, retrying pending claims", "expand", expand, "modify", modify)
 }
 
 // Requeue queues the claim for expansion at once, for a Pod that stopped using it (--handle-volume-inuse-error).
