@@ -193,6 +193,26 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	defer factory.Shutdown()
 	classFactory.Start(ctx.Done())
 	defer classFactory.Shutdown()
+	// While this replica leads (or, with --node-deployment, serves its node), a restart of the driver is
+	// followed instead of ending the process, and the contents it interrupted are retried as soon as it is back.
+	driverBack := ctrl.DriverBack
+	if groupCtrl != nil {
+		driverBack = func(ctx context.Context) {
+			ctrl.DriverBack(ctx)
+			groupCtrl.DriverBack(ctx)
+		}
+	}
+	followCtx, stopFollowing := context.WithCancel(ctx)
+	var following sync.WaitGroup
+	defer func() {
+		stopFollowing()
+		following.Wait()
+	}()
+	following.Go(func() {
+		if err := env.CSI.FollowRestarts(followCtx, driverBack); err != nil && followCtx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
+		}
+	})
 	if groupCtrl == nil {
 		return ctrl.Run(ctx)
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -45,11 +46,13 @@ type Controller struct {
 	cfg    Config
 	lister snaplisters.VolumeSnapshotContentLister
 	synced []cache.InformerSynced
+	// pending are the contents whose last sync failed or is running: DriverBack retries them.
+	pending *csiconn.Pending[string]
 }
 
 // New registers the event handlers on the informers.
 func New(cfg Config) (*Controller, error) {
-	c := &Controller{cfg: cfg, lister: cfg.Contents.Lister()}
+	c := &Controller{cfg: cfg, lister: cfg.Contents.Lister(), pending: csiconn.NewPending[string]()}
 	reg, err := cfg.Contents.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.added,
 		UpdateFunc: c.updated,
@@ -70,9 +73,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	klog.FromContext(ctx).Info("Caches synced, starting workers", "workers", c.cfg.Workers)
 	var wg sync.WaitGroup
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.sync) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(c.sync)) })
 	wg.Wait()
 	return nil
+}
+
+// DriverBack retries at once, instead of at the end of their backoff, the VolumeSnapshotContents whose last
+// sync failed (most likely because the driver was away) or is running; csiconn.FollowRestarts calls it when
+// the driver is back after a restart. A snapshot that is only not ready yet is not among them: its sync
+// succeeded and polls at its own pace.
+func (c *Controller) DriverBack(ctx context.Context) {
+	n := c.pending.Requeue(c.cfg.Queue.Add)
+	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeSnapshotContents", "count", n)
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
@@ -39,11 +40,13 @@ type GroupController struct {
 	cfg    GroupConfig
 	lister grouplisters.VolumeGroupSnapshotContentLister
 	synced []cache.InformerSynced
+	// pending are the group contents whose last sync failed or is running: DriverBack retries them.
+	pending *csiconn.Pending[string]
 }
 
 // NewGroup registers the event handlers on the informers.
 func NewGroup(cfg GroupConfig) (*GroupController, error) {
-	c := &GroupController{cfg: cfg, lister: cfg.Contents.Lister()}
+	c := &GroupController{cfg: cfg, lister: cfg.Contents.Lister(), pending: csiconn.NewPending[string]()}
 	reg, err := cfg.Contents.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if gc, ok := c.ours(obj); ok {
@@ -79,8 +82,15 @@ func (c *GroupController) Run(ctx context.Context) error {
 		return fmt.Errorf("waiting for group snapshot informer caches: %w", ctx.Err())
 	}
 	klog.FromContext(ctx).Info("Group snapshot caches synced, starting workers", "workers", c.cfg.Workers)
-	workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.sync)
+	workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(c.sync))
 	return nil
+}
+
+// DriverBack retries at once the VolumeGroupSnapshotContents whose last sync failed or is running, as
+// Controller.DriverBack does for contents.
+func (c *GroupController) DriverBack(ctx context.Context) {
+	n := c.pending.Requeue(c.cfg.Queue.Add)
+	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeGroupSnapshotContents", "count", n)
 }
 
 func (c *GroupController) sync(ctx context.Context, name string) error {
