@@ -140,11 +140,12 @@ func TestReadAttributesClasses(t *testing.T) {
 		fallback      string
 		resources     []*metav1.APIResourceList
 		wantRead      bool
+		wantGate      bool
 		wantDiscovery bool
 		wantErr       string
 	}{
-		{name: "served", resources: vacServed, wantRead: true, wantDiscovery: true},
-		{name: "not served, no fallback", resources: vacMissing, wantDiscovery: true},
+		{name: "served", resources: vacServed, wantRead: true, wantGate: true, wantDiscovery: true},
+		{name: "not served, no fallback", resources: vacMissing, wantGate: true, wantDiscovery: true},
 		{name: "not served, fallback", fallback: "true", resources: vacMissing, wantDiscovery: true},
 		{name: "storage.k8s.io/v1 unknown is not served", fallback: "true", wantDiscovery: true},
 		{name: "gate off", gates: "VolumeAttributesClass=false", resources: vacServed},
@@ -178,12 +179,12 @@ func TestReadAttributesClasses(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, ctx := ktesting.NewTestContext(t)
-			read, err := d.readAttributesClasses(ctx)
+			vac, err := d.readAttributesClasses(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if read != tt.wantRead {
-				t.Errorf("read = %t, want %t", read, tt.wantRead)
+			if vac.read != tt.wantRead || vac.gate != tt.wantGate {
+				t.Errorf("readAttributesClasses = read %t, gate %t; want %t, %t", vac.read, vac.gate, tt.wantRead, tt.wantGate)
 			}
 			if asked := len(kube.Actions()) > 0; asked != tt.wantDiscovery {
 				t.Errorf("discovery asked = %t (%v), want %t", asked, kube.Actions(), tt.wantDiscovery)

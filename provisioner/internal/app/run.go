@@ -44,7 +44,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg *Config) error {
 // lead runs the controllers while this replica leads.
 func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	factory := kubeclient.NewInformerFactory(d.kube, 0)
-	readVAC, err := d.readAttributesClasses(ctx)
+	vac, err := d.readAttributesClasses(ctx)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(cfg, d, c, readVAC)
+	ctrl, err := newController(cfg, d, c, vac)
 	if err != nil {
 		return err
 	}
@@ -100,17 +100,23 @@ type caches struct {
 	nodes    corelisters.NodeLister
 }
 
+// vacUse is what the provisioner does with the VolumeAttributesClasses claims name.
+type vacUse struct {
+	read bool // GET the classes claims name
+	gate bool // the VolumeAttributesClass gate in effect; off, claims' class names are ignored as upstream
+}
+
 // readAttributesClasses applies the VolumeAttributesClass gate and ENABLE_VAC_FALLBACK (see attributesClasses).
 // With the gate off the API server is not even asked whether it serves the API.
-func (d leaderDeps) readAttributesClasses(ctx context.Context) (bool, error) {
+func (d leaderDeps) readAttributesClasses(ctx context.Context) (vacUse, error) {
 	logger := klog.FromContext(ctx)
 	if !d.env.Flags.FeatureGates.Enabled(VolumeAttributesClass) {
-		logger.Info("VolumeAttributesClass feature gate is off: VolumeAttributesClasses are not read")
-		return false, nil
+		logger.Info("VolumeAttributesClass feature gate is off: VolumeAttributesClasses are not read and claims' spec.volumeAttributesClassName is ignored")
+		return vacUse{}, nil
 	}
 	served, err := hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses")
 	if err != nil {
-		return false, err
+		return vacUse{}, err
 	}
 	read, gate := attributesClasses(true, d.vacFallback, served)
 	switch {
@@ -120,7 +126,7 @@ func (d leaderDeps) readAttributesClasses(ctx context.Context) (bool, error) {
 		logger.Info("Warning: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses: claims that name one will fail to provision; set " +
 			vacFallbackEnv + "=true or --feature-gates=VolumeAttributesClass=false to run without them")
 	}
-	return read, nil
+	return vacUse{read: read, gate: gate}, nil
 }
 
 // newCaches registers the informers the provisioner needs on factory. VolumeAttributesClasses are not among them:
@@ -150,9 +156,9 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, e
 	return c, nil
 }
 
-// newController builds the Provisioner and the controller that feeds it from c, with its three queues; readVAC
-// lets it read the VolumeAttributesClasses claims name.
-func newController(cfg *Config, d leaderDeps, c caches, readVAC bool) (*controller.Controller, error) {
+// newController builds the Provisioner and the controller that feeds it from c, with its three queues; vac says
+// whether it reads the VolumeAttributesClasses claims name or ignores them.
+func newController(cfg *Config, d leaderDeps, c caches, vac vacUse) (*controller.Controller, error) {
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
 		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
@@ -168,7 +174,8 @@ func newController(cfg *Config, d leaderDeps, c caches, readVAC bool) (*controll
 		NodeName:                       d.nodeName,
 		NodeDeploymentImmediateBinding: cfg.NodeDeploymentImmediateBinding,
 		Capabilities:                   d.caps,
-		AttrClassesServed:              readVAC,
+		AttrClassesServed:              vac.read,
+		AttrClassesIgnored:             !vac.gate,
 	}, provision.Deps{
 		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
 		Claims: c.claims.Lister(), Volumes: c.volumes.Lister(), Classes: c.classes.Lister(),

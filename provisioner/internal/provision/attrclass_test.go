@@ -84,13 +84,67 @@ func TestAttributesClassMissIsNotCached(t *testing.T) {
 	}
 }
 
-// Without the VolumeAttributesClass API a claim naming a class fails slowly, without a request.
-func TestAttributesClassNotServed(t *testing.T) {
-	claim := testutil.Claim("ns", "a", "uid-a", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeAttributesClassName = new("gold") })
-	cfg := defaultConfig()
-	cfg.Capabilities.ModifyVolume = true
-	h := newHarness(t, cfg, claim, testutil.Class("fast", nil))
-	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); !IsSlow(err) || len(h.actions()) != 0 || len(h.csi.Creates) != 0 {
-		t.Errorf("err %v (slow %v), actions %q, CreateVolume calls %d", err, IsSlow(err), h.actions(), len(h.csi.Creates))
+// The VolumeAttributesClass gate decides what a claim naming a class gets. Off (set, or by ENABLE_VAC_FALLBACK
+// with the API not served), the class is ignored as upstream ignores it: the claim is provisioned with the
+// ordinary writes, no mutable_parameters, no class on the PV, no GET of the class, and no MODIFY_VOLUME needed.
+// On with the API not served, the claim fails slowly without a request.
+func TestAttributesClassGate(t *testing.T) {
+	gold := &storagev1.VolumeAttributesClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: testutil.Driver, Parameters: map[string]string{"iops": "3000"},
+	}
+	provisioned := []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}
+	tests := []struct {
+		name              string
+		served, ignored   bool
+		modifyVolume      bool
+		wantAct           []string
+		wantErr, wantSlow bool
+		wantMutable       map[string]string
+		wantPVClass       string
+	}{
+		{name: "gate off: class ignored", ignored: true, wantAct: provisioned},
+		{name: "gate off, driver with MODIFY_VOLUME: class still ignored", ignored: true, modifyVolume: true, wantAct: provisioned},
+		{name: "gate on, API not served: slow failure, no request", modifyVolume: true, wantErr: true, wantSlow: true},
+		{
+			name: "gate on, API served: parameters passed, class on the PV", served: true, modifyVolume: true,
+			wantAct:     append([]string{"get volumeattributesclasses"}, provisioned...),
+			wantMutable: gold.Parameters, wantPVClass: "gold",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			claim := testutil.Claim("ns", "a", "uid-a", "fast", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeAttributesClassName = new("gold") })
+			cfg := defaultConfig()
+			cfg.AttrClassesServed, cfg.AttrClassesIgnored = tt.served, tt.ignored
+			cfg.Capabilities.ModifyVolume = tt.modifyVolume
+			h := newHarness(t, cfg, claim, testutil.Class("fast", nil), gold)
+			err := h.p.SyncClaim(context.Background(), claim.DeepCopy())
+			if (err != nil) != tt.wantErr || IsSlow(err) != tt.wantSlow {
+				t.Fatalf("SyncClaim = %v (slow %t), want error %t, slow %t", err, IsSlow(err), tt.wantErr, tt.wantSlow)
+			}
+			if !equal(h.actions(), tt.wantAct) {
+				t.Errorf("actions %q, want %q", h.actions(), tt.wantAct)
+			}
+			if tt.wantErr {
+				if len(h.csi.Creates) != 0 {
+					t.Errorf("CreateVolume called %d times", len(h.csi.Creates))
+				}
+				return
+			}
+			if len(h.csi.Creates) != 1 {
+				t.Fatalf("CreateVolume called %d times, want 1", len(h.csi.Creates))
+			}
+			if got := h.csi.Creates[0].MutableParameters; !maps.Equal(got, tt.wantMutable) {
+				t.Errorf("mutable_parameters %v, want %v", got, tt.wantMutable)
+			}
+			pv := h.pv(t, h.p.volumeName(claim.UID))
+			got := ""
+			if pv.Spec.VolumeAttributesClassName != nil {
+				got = *pv.Spec.VolumeAttributesClassName
+			}
+			if got != tt.wantPVClass {
+				t.Errorf("PV volumeAttributesClassName %q, want %q", got, tt.wantPVClass)
+			}
+		})
 	}
 }

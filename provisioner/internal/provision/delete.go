@@ -22,7 +22,8 @@ func (p *Provisioner) IsOursPV(pv *v1.PersistentVolume) bool {
 	return pv.Annotations[annProvisionedBy] == p.cfg.DriverName || slices.Contains(pv.Finalizers, VolumeFinalizer)
 }
 
-// SyncVolume deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
+// SyncVolume adds the deletion-protection finalizer to a bound PV of ours that lacks it (needsVolumeFinalizer),
+// and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
 // as upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it),
 // then DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone
 // is remembered, so the events our own writes cause do not call it again (upstream #1235), until the lister no
@@ -35,6 +36,11 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	logger := klog.FromContext(ctx).WithValues("pv", pv.Name)
 	ctx = klog.NewContext(ctx, logger)
 	if here, err := p.volumeOnThisNode(ctx, pv); err != nil || !here {
+		return err
+	}
+	if p.needsVolumeFinalizer(pv) {
+		// A bound PV has nothing else to do here: adding the finalizer is the whole sync.
+		_, err := p.addVolumeFinalizer(ctx, pv)
 		return err
 	}
 

@@ -59,6 +59,10 @@ type Config struct {
 	// AttrClassesServed says the API server serves storage.k8s.io/v1 VolumeAttributesClasses; the provisioner
 	// then reads the classes claims name with direct GETs (no informer: upstream's RBAC grants only get).
 	AttrClassesServed bool
+	// AttrClassesIgnored says the VolumeAttributesClass feature gate is off (--feature-gates, or ENABLE_VAC_FALLBACK
+	// with the API not served). As upstream, a claim's spec.volumeAttributesClassName is then ignored: the volume
+	// is made without mutable_parameters and the PV names no class.
+	AttrClassesIgnored bool
 }
 
 // Deps are the clients and caches the provisioner reads and writes through.

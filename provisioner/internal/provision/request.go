@@ -8,6 +8,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/klog/v2"
 )
 
 // sourceKind says where a new volume's data comes from; the values are upstream's metric label values.
@@ -95,6 +96,12 @@ func (p *Provisioner) planCreate(ctx context.Context, claim *v1.PersistentVolume
 func (p *Provisioner) planAttributesClass(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan) error {
 	name := claim.Spec.VolumeAttributesClassName
 	if name == nil || *name == "" {
+		return nil
+	}
+	if p.cfg.AttrClassesIgnored {
+		// Upstream reads the field only with the gate on; with it off the claim provisions as if it named no
+		// class (and the driver's MODIFY_VOLUME is not required). Logged, so the lost parameters can be traced.
+		klog.FromContext(ctx).V(2).Info("VolumeAttributesClass feature gate is off: ignoring the claim's spec.volumeAttributesClassName", "volumeAttributesClass", *name)
 		return nil
 	}
 	if p.attrClasses == nil {
