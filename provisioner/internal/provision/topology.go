@@ -2,7 +2,7 @@ package provision
 
 import (
 	"fmt"
-	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,15 +111,14 @@ func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode 
 	if len(requisite) == 0 {
 		return nil, fmt.Errorf("no node runs driver %s with topology keys, so there is no topology to provision in", p.cfg.DriverName)
 	}
-	// Spread immediate volumes over the segments: each claim starts its preference list at a different place.
-	h := fnv.New32a()
-	h.Write([]byte(claimName))
-	return requirement(requisite, nil, int(h.Sum32()%uint32(len(requisite)))), nil
+	// Spread immediate volumes over the segments as upstream does (StatefulSet replicas round-robin, see
+	// spreadOffset): each claim starts its preference list at a different place.
+	return requirement(requisite, nil, spreadOffset(claimName, len(requisite))), nil
 }
 
 // requirement sorts requisite and builds preferred from it, starting at first (if given) or at index offset.
 func requirement(requisite []segment, first segment, offset int) *csi.TopologyRequirement {
-	sort.Slice(requisite, func(i, j int) bool { return requisite[i].id() < requisite[j].id() })
+	slices.SortFunc(requisite, compareSegments)
 	if first != nil {
 		offset = -1
 		for i, s := range requisite {
