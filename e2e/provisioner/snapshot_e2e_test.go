@@ -24,7 +24,7 @@ import (
 )
 
 const (
-	snapshotSourceFinalizer = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
+	snapshotSourceFinalizer = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection"
 	snapshotClassName       = "mock-snapclass"
 )
 

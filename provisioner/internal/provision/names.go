@@ -19,8 +19,11 @@ const (
 	VolumeFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
 	// CloneFinalizer keeps a clone's source PVC while a clone of it is being provisioned.
 	CloneFinalizer = "provisioner.storage.kubernetes.io/cloning-protection"
-	// SnapshotSourceFinalizer keeps a VolumeSnapshot while a volume is being restored from it.
-	SnapshotSourceFinalizer = "snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection"
+	// SnapshotSourceFinalizer keeps a VolumeSnapshot while a volume is being restored from it. It is upstream's
+	// own name (external-provisioner v6.2+), so Stowage removes what an upstream provisioner put on a snapshot for
+	// a restore it then finishes, and upstream removes Stowage's. It is not the snapshot-controller's similarly
+	// named snapshot.storage.kubernetes.io/volumesnapshot-as-source-protection, which that controller manages.
+	SnapshotSourceFinalizer = "provisioner.storage.kubernetes.io/volumesnapshot-as-source-protection"
 
 	provisionerIdentityKey = "storage.kubernetes.io/csiProvisionerIdentity"
 )

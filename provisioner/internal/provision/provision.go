@@ -57,8 +57,12 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		return nil
 	}
 	if claim.Spec.VolumeName != "" {
-		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding.
-		return p.finishIntent(ctx, claim)
+		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding,
+		// or else a snapshot's as-source finalizer another provisioner left.
+		if hasIntent(claim) {
+			return p.finishIntent(ctx, claim)
+		}
+		return p.releaseLeftSnapshot(ctx, claim)
 	}
 	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
 		// The PV is there; the binder will bind it. Only the intent may be left to release.

@@ -28,8 +28,11 @@ func (p *Provisioner) planSnapshot(ctx context.Context, claim *v1.PersistentVolu
 	if err != nil {
 		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", claim.Namespace, plan.sourceName, err)
 	}
-	if vs.DeletionTimestamp != nil {
-		// Restoring from a snapshot that is going away is how upstream leaked (external-provisioner#1449).
+	if vs.DeletionTimestamp != nil && !slices.Contains(vs.Finalizers, SnapshotSourceFinalizer) {
+		// Starting a restore from a snapshot that is going away is how upstream leaked (external-provisioner#1449).
+		// With our finalizer on it, a restore (ours or an upstream provisioner's, swapped out mid-way) is under
+		// way and the finalizer holds the snapshot for it: finishing it, as upstream does, is what lets the
+		// finalizer, and then the snapshot, go.
 		return fmt.Errorf("dataSource: VolumeSnapshot %s/%s is being deleted", vs.Namespace, vs.Name)
 	}
 	if vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse || vs.Status.BoundVolumeSnapshotContentName == nil {
@@ -75,6 +78,23 @@ func (p *Provisioner) protectSnapshot(ctx context.Context, namespace, name strin
 	}); err != nil {
 		return fmt.Errorf("update VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
+	return nil
+}
+
+// releaseLeftSnapshot releases the as-source protection of a bound claim restored from a snapshot, once per claim
+// in this process: a provisioner swapped out (upstream's, or a Stowage that crashed) may have created the PV and
+// stopped before removing its finalizer from the snapshot, which upstream's periodic sweep would later remove and
+// nothing else would. Claims this process provisioned released it already (claimReleased) and cost nothing here;
+// others cost one GET of the snapshot per process start.
+func (p *Provisioner) releaseLeftSnapshot(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+	src := sourceOf(claim)
+	if src.kind != sourceSnapshot || src.otherNS != "" || p.Snapshots == nil || p.claimStage(claim) == claimReleased {
+		return nil
+	}
+	if err := p.releaseSnapshot(ctx, claim, src.name); err != nil {
+		return err
+	}
+	p.setClaimStage(claim, claimReleased)
 	return nil
 }
 
