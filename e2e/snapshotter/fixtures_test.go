@@ -1,4 +1,4 @@
-//go:build e2e || bench
+//go:build e2e
 
 package snapshotter
 
@@ -19,7 +19,6 @@ import (
 
 // Upstream's names (external-snapshotter pkg/utils), on purpose not taken from Stowage's code.
 const (
-	testNamespace       = "default"
 	pvcSourceFinalizer  = "snapshot.storage.kubernetes.io/pvc-as-source-protection"
 	contentFinalizer    = "snapshot.storage.kubernetes.io/volumesnapshotcontent-bound-protection"
 	volumeSizeBytes     = 1 << 30

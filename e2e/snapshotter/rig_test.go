@@ -30,6 +30,8 @@ const (
 	startTimeout     = 20 * time.Minute
 	waitTimeout      = 2 * time.Minute
 	snapshotDriverNm = "snap.csi.example.com"
+	// testNamespace holds the claims and VolumeSnapshots of the tests.
+	testNamespace = "default"
 )
 
 // controllerArgs are the args of upstream's own snapshot-controller Deployment
