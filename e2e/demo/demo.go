@@ -64,7 +64,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	start := time.Now()
 	fmt.Fprintf(out, "Stowage demo: the EBS CSI stack on this machine (component logs: %s)\n", logPath)
-	s, err := ebsstack.Start(ctx, ebsstack.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, Progress: func(f string, a ...any) {
+	// Every Stowage sidecar runs: the snapshot scenario needs csi-snapshotter and snapshot-controller, the
+	// expand-and-modify one csi-resizer.
+	with := append([]string{"csi-resizer"}, ebsstack.SnapshotSidecars...)
+	s, err := ebsstack.Start(ctx, ebsstack.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, With: with, Progress: func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	}})
 	if err != nil {
@@ -92,7 +95,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	fmt.Fprintf(out, "==> Nodes: %s and %s in %s, %s in %s; EC2 delays at %gx real time\n",
 		l.NodeA, l.NodeB, s.Nodes[l.NodeA].Spec.Zone, l.NodeC, s.Nodes[l.NodeC].Spec.Zone, opts.TimeScale)
 	var failed error
-	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete, l.EphemeralVolumes} {
+	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete, l.EphemeralVolumes, l.ExpandModify} {
 		if failed = scenario(ctx); failed != nil {
 			break
 		}

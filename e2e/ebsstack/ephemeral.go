@@ -208,9 +208,19 @@ func (e *ephemeral) deletePod(ctx context.Context) (string, error) {
 		}
 	}
 	ids := []string{e.volumeIDs["data"], e.volumeIDs["scratch"]}
-	err := poll(ctx, "EBS volumes "+strings.Join(ids, ", ")+" deleted and detached", func(context.Context) (bool, string, error) {
-		st := e.l.S.EC2.State()
+	// The provisioner deletes the EBS volume first and the PV after it: wait for both.
+	err := poll(ctx, "PVs and EBS volumes "+strings.Join(ids, ", ")+" deleted and detached", func(ctx context.Context) (bool, string, error) {
 		var left []string
+		pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for _, pv := range pvs.Items {
+			if pv.Spec.CSI != nil && slices.Contains(ids, pv.Spec.CSI.VolumeHandle) {
+				left = append(left, "PV "+pv.Name+" "+string(pv.Status.Phase))
+			}
+		}
+		st := e.l.S.EC2.State()
 		for _, v := range st.Volumes {
 			if slices.Contains(ids, v.ID) {
 				left = append(left, v.ID+" "+v.State)
@@ -225,15 +235,6 @@ func (e *ephemeral) deletePod(ctx context.Context) (string, error) {
 	})
 	if err != nil {
 		return "", err
-	}
-	pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, pv := range pvs.Items {
-		if pv.Spec.CSI != nil && slices.Contains(ids, pv.Spec.CSI.VolumeHandle) {
-			return "", fmt.Errorf("PV %s of volume %s is still there", pv.Name, pv.Spec.CSI.VolumeHandle)
-		}
 	}
 	return "the garbage collector deleted both claims; PVs, attachments and EBS volumes are gone", nil
 }

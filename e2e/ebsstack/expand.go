@@ -34,7 +34,7 @@ const (
 // ModifyVolume (ebs-plugin's coalescing window); a class the driver refuses turns Infeasible with a Warning
 // Event, and setting the class back rolls the claim back. Everything it made is deleted again.
 func (l *Lifecycle) ExpandModify(ctx context.Context) error {
-	l.R.Scenario("Expand and modify a volume in use")
+	l.R.Scenario("8. Expand and modify a volume in use")
 	if l.S.Sidecar("csi-resizer") == nil {
 		return fmt.Errorf("the stack runs no csi-resizer: start it with Options.With")
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -177,7 +178,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		}
 	}
 
-	progress("Building ebs-plugin, csi-provisioner and csi-attacher")
+	progress("Building ebs-plugin, csi-provisioner and csi-attacher%s", andAlso(opts.With))
 	bins, err := buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"), opts.With)
 	if err != nil {
 		return nil, err
@@ -211,6 +212,14 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 }
 
 func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
+
+// andAlso lists the extra sidecars for a progress line ("" when there are none).
+func andAlso(with []string) string {
+	if len(with) == 0 {
+		return ""
+	}
+	return ", and " + strings.Join(with, ", ")
+}
 
 // startControlPlane starts the control plane and applies the binaries' RBAC and the CSIDriver.
 func (s *Stack) startControlPlane(ctx context.Context, root string) error {
