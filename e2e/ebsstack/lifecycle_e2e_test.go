@@ -18,7 +18,7 @@ func TestE2EEBSLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	// Every container runs with the args of upstream's own manifests: the drop-in contract.
-	s := startTestStack(ctx, t, Options{UpstreamArgs: true}, nil)
+	s := startTestStack(ctx, t, Options{UpstreamArgs: true, With: SnapshotSidecars}, nil)
 
 	var out strings.Builder
 	report := NewReport(&out)

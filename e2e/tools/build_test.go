@@ -21,7 +21,7 @@ func TestModulesPinReleasesAndImportTheirBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []Module{Etcd(), Kube(), Versitygw(), CSIAttacher(), CSIProvisioner()} {
+	for _, m := range []Module{Etcd(), Kube(), KubeScheduler(), Versitygw(), CSIAttacher(), CSIProvisioner(), ExternalSnapshotter()} {
 		v, err := Version(root, m)
 		if err != nil {
 			t.Errorf("%s: %v", m.Name, err)
