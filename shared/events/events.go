@@ -5,6 +5,7 @@ package events
 import (
 	"context"
 	"errors"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +29,9 @@ type Options struct {
 type Recorder struct {
 	record.EventRecorderLogger
 	broadcaster record.EventBroadcaster
+	// writing is held (read-locked) by each Event write to the API server, so Shutdown can wait for the one
+	// in flight: client-go's Shutdown does not, and a write still running after it would outlive its owner.
+	writing *sync.RWMutex
 }
 
 // New starts a broadcaster that writes Events through client and stops when ctx ends (or on Shutdown).
@@ -43,10 +47,40 @@ func New(ctx context.Context, client kubernetes.Interface, o Options) (*Recorder
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	writing := &sync.RWMutex{}
+	b.StartRecordingToSink(&trackedSink{sink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, writing: writing})
 	rec := b.NewRecorder(s, corev1.EventSource{Component: o.Component}).WithLogger(klog.FromContext(ctx))
-	return &Recorder{EventRecorderLogger: rec, broadcaster: b}, nil
+	return &Recorder{EventRecorderLogger: rec, broadcaster: b, writing: writing}, nil
 }
 
-// Shutdown stops the broadcaster; Events not yet sent are dropped.
-func (r *Recorder) Shutdown() { r.broadcaster.Shutdown() }
+// Shutdown stops the broadcaster and waits for the Event being written, if any; Events not yet sent are
+// dropped.
+func (r *Recorder) Shutdown() {
+	r.broadcaster.Shutdown()
+	r.writing.Lock()
+	defer r.writing.Unlock()
+}
+
+// trackedSink is an EventSink whose writes Shutdown can wait for.
+type trackedSink struct {
+	sink    record.EventSink
+	writing *sync.RWMutex
+}
+
+func (s *trackedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	s.writing.RLock()
+	defer s.writing.RUnlock()
+	return s.sink.Create(e)
+}
+
+func (s *trackedSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	s.writing.RLock()
+	defer s.writing.RUnlock()
+	return s.sink.Update(e)
+}
+
+func (s *trackedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	s.writing.RLock()
+	defer s.writing.RUnlock()
+	return s.sink.Patch(e, data)
+}

@@ -61,8 +61,8 @@ func eventServer(t *testing.T) (kubeconfigPath string, received <-chan *corev1.E
 }
 
 // env.Events records with the source the sidecar chose (the binary name by default) through the client it chose.
-// newRecorder is called directly rather than through Run: Run sets up klog's global logger, and resetting that
-// between tests races with the Event sink's goroutine, which Shutdown does not wait for.
+// newRecorder is called directly rather than through Run: Run sets up klog's global logger. The Event written
+// here must be over (Shutdown waits for it) before a later test's Run resets that logger.
 func TestNewRecorderUsesTheChosenSource(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -89,7 +89,7 @@ func TestNewRecorderUsesTheChosenSource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rec.Shutdown()
+			defer rec.Shutdown() // waits for the write in flight, which reads klog's global logger
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u-1"}}
 			rec.Event(pod, corev1.EventTypeNormal, "Tested", "hello")
 			select {
