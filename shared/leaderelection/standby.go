@@ -2,6 +2,7 @@ package leaderelection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -154,20 +155,46 @@ func (w *leaseWatch) handler() cache.ResourceEventHandler {
 }
 
 // listWatch lists and watches the one Lease by name.
-func listWatch(client kubernetes.Interface, namespace, name string) cache.ListerWatcher {
+func listWatch(client kubernetes.Interface, namespace, name string, calls *apiCalls) cache.ListerWatcher {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	leases := client.CoordinationV1().Leases(namespace)
 	// The wrapper tells the reflector whether client can stream the initial list (a fake clientset cannot).
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return leases.List(ctx, o)
+			return calls.do(func() (runtime.Object, error) {
+				o.FieldSelector = selector
+				return leases.List(ctx, o)
+			})
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
 			return leases.Watch(ctx, o)
 		},
 	}, client)
+}
+
+// apiCalls brackets the informer's List calls. The reflector makes each List in a goroutine of its own and
+// does not wait for it when it stops, so without this a List could still be running (and reading the
+// process's logging configuration) after acquire returned; end waits for the one in flight and refuses new
+// ones.
+type apiCalls struct {
+	mu    sync.RWMutex
+	ended bool
+}
+
+func (c *apiCalls) do(call func() (runtime.Object, error)) (runtime.Object, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ended {
+		return nil, errors.New("the standby stopped watching the lease")
+	}
+	return call()
+}
+
+func (c *apiCalls) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ended = true
 }
 
 // standbyHooks let tests follow a standby; nil functions are skipped.
@@ -193,12 +220,14 @@ func (s *standby) acquire(ctx context.Context) bool {
 	w := newLeaseWatch(s.cfg.LockName, s.clock, s.hooks.observed)
 	informerCtx, stopInformer := context.WithCancel(ctx)
 	var informing sync.WaitGroup
+	calls := &apiCalls{}
 	defer func() {
 		stopInformer()
 		informing.Wait()
+		calls.end()
 	}()
 	_, informer := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: listWatch(s.cfg.Client, s.cfg.Namespace, s.cfg.LockName),
+		ListerWatcher: listWatch(s.cfg.Client, s.cfg.Namespace, s.cfg.LockName, calls),
 		ObjectType:    &coordinationv1.Lease{},
 		Handler:       w.handler(),
 	})
