@@ -1,0 +1,94 @@
+// Command s3-node is the CSI node plugin s3.csi.aws.com, a drop-in for the node container of the
+// Mountpoint for Amazon S3 CSI driver v2 (aws-s3-csi-driver), with its flags and environment.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	logsapi "k8s.io/component-base/logs/api/v1"
+	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/s3-node/internal/app"
+	"github.com/stowage-csi/stowage/s3-node/internal/unmounter"
+	"github.com/stowage-csi/stowage/shared/s3api"
+	"github.com/stowage-csi/stowage/shared/signals"
+	"github.com/stowage-csi/stowage/shared/version"
+)
+
+const binary = "s3-node"
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+type options struct {
+	cfg         app.Config
+	logging     *logsapi.LoggingConfiguration
+	showVersion bool
+}
+
+func parseArgs(args []string, getenv func(string) string) (*options, error) {
+	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
+	o := &options{logging: logsapi.NewLoggingConfiguration()}
+	c := &o.cfg
+	c.Version, c.Env = version.Version, getenv
+	fs.StringVar(&c.Endpoint, "endpoint", "unix://tmp/csi.sock", "CSI endpoint (unix:///path or tcp://host:port).")
+	fs.StringVar(&c.NodeID, "node-id", getenv("CSI_NODE_NAME"), "This node's name (default $CSI_NODE_NAME); required.")
+	fs.StringVar(&c.MountpointVersion, "mp-version", getenv("MOUNTPOINT_VERSION"), "Mountpoint version, reported in --version (default $MOUNTPOINT_VERSION).")
+	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Kubeconfig; in-cluster configuration when empty. Stowage addition, for running outside a Pod.")
+	fs.DurationVar(&c.UnmountInterval, "unmount-sweep-interval", unmounter.DefaultInterval, "How often Mountpoint Pods marked needs-unmount and dangling source mounts are looked for, besides Pod updates. Stowage addition (upstream: fixed 2m).")
+	logsapi.AddGoFlags(o.logging, fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c.Namespace = getenv("MOUNTPOINT_NAMESPACE")
+	if c.Namespace == "" {
+		c.Namespace = s3api.DefaultMountpointNamespace
+	}
+	c.KubeletPath = getenv("CONTAINER_KUBELET_PATH")
+	if c.KubeletPath == "" {
+		c.KubeletPath = "/var/lib/kubelet"
+	}
+	if c.UnmountInterval <= 0 {
+		return nil, fmt.Errorf("--unmount-sweep-interval %s must be positive", c.UnmountInterval)
+	}
+	return o, nil
+}
+
+func run(args []string) int {
+	o, err := parseArgs(args, os.Getenv)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
+		}
+		return 2
+	}
+	if o.showVersion {
+		fmt.Printf("%s %s (Mountpoint %s)\n", binary, version.Version, o.cfg.MountpointVersion)
+		return 0
+	}
+	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
+		return 2
+	}
+	logger := klog.Background().WithName(binary)
+	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
+	defer stop()
+	start := time.Now()
+	if err := app.Run(ctx, o.cfg); err != nil {
+		logger.Error(err, "s3-node stopped", "after", time.Since(start).Round(time.Second))
+		klog.Flush()
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,130 @@
+// Package app wires the node plugin together: Kubernetes clients and informers, the mounter, the CSI
+// server, the unmounter and the startup-taint removal.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/s3-node/internal/attachments"
+	"github.com/stowage-csi/stowage/s3-node/internal/credentials"
+	"github.com/stowage-csi/stowage/s3-node/internal/driver"
+	"github.com/stowage-csi/stowage/s3-node/internal/mounter"
+	"github.com/stowage-csi/stowage/s3-node/internal/taint"
+	"github.com/stowage-csi/stowage/s3-node/internal/unmounter"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
+)
+
+// Config is the parsed command line and environment.
+type Config struct {
+	Endpoint, NodeID, Version, MountpointVersion string
+	// Kubeconfig is Stowage's --kubeconfig; empty means in-cluster, as upstream.
+	Kubeconfig string
+	// Namespace is MOUNTPOINT_NAMESPACE.
+	Namespace string
+	// KubeletPath is CONTAINER_KUBELET_PATH: the kubelet root as this process sees it.
+	KubeletPath string
+	// UnmountInterval is the unmounter's sweep period.
+	UnmountInterval time.Duration
+	// Env reads the environment (os.Getenv).
+	Env func(string) string
+}
+
+type clients struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, c Config) error {
+	if c.NodeID == "" {
+		return errors.New("--node-id (or CSI_NODE_NAME) is required")
+	}
+	logger := klog.FromContext(ctx)
+	rc, err := kubeclient.RESTConfig(kubeclient.Options{Kubeconfig: c.Kubeconfig, UserAgent: "s3-node/" + c.Version})
+	if err != nil {
+		return err
+	}
+	var cl clients
+	if cl.kube, err = kubernetes.NewForConfig(kubeclient.ForCore(rc)); err != nil {
+		return fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	if cl.dynamic, err = dynamic.NewForConfig(kubeclient.ForCRDs(rc)); err != nil {
+		return fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	podFactory := informers.NewSharedInformerFactoryWithOptions(cl.kube, newInformerFactoryResync,
+		informers.WithNamespace(c.Namespace), informers.WithTransform(kubeclient.StripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", c.NodeID).String()
+		}))
+	podInformer := podFactory.Core().V1().Pods()
+	pods := podInformer.Lister().Pods(c.Namespace)
+	attInformer, listAttachments := attachmentInformer(ctx, cl.dynamic, c.NodeID)
+
+	m := mounter.New(mounter.Config{Sys: mounter.Linux{}, Paths: mounter.Paths{Kubelet: c.KubeletPath}})
+	um := unmounter.New(unmounter.Config{Mounter: m, Pods: pods, Interval: c.UnmountInterval})
+	if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: um.OnPodUpdate}); err != nil {
+		return err
+	}
+	podFactory.Start(ctx.Done())
+	go attInformer.RunWithContext(ctx)
+	logger.Info("Waiting for the informer caches", "namespace", c.Namespace, "node", c.NodeID)
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.Informer().HasSynced, attInformer.HasSynced) {
+		return fmt.Errorf("informer caches did not sync: %w", context.Cause(ctx))
+	}
+
+	d := driver.New(driver.Options{
+		NodeID: c.NodeID, Endpoint: c.Endpoint, Version: c.Version, KubernetesVersion: kubernetesVersion(&cl),
+		InstallationType: c.Env("INSTALLATION_TYPE"),
+		Lookup:           &attachments.Store{List: listAttachments, Pods: pods, Namespace: c.Namespace},
+		Mounter:          m,
+		DriverCredentials: credentials.DriverEnv{
+			AccessKeyID: c.Env("AWS_ACCESS_KEY_ID"), SecretAccessKey: c.Env("AWS_SECRET_ACCESS_KEY"), SessionToken: c.Env("AWS_SESSION_TOKEN"),
+			RoleARN: c.Env("AWS_ROLE_ARN"), WebIdentityTokenFile: c.Env("AWS_WEB_IDENTITY_TOKEN_FILE"),
+			ContainerCredentialsFullURI: c.Env("AWS_CONTAINER_CREDENTIALS_FULL_URI"), ContainerAuthorizationTokenFile: c.Env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"),
+		},
+		NodeEnv:             nodeEnv(c.Env),
+		PodIdentityAgentURI: c.Env("EKS_POD_IDENTITY_AGENT_CONTAINER_CREDENTIALS_FULL_URI"),
+	})
+
+	done := make(chan struct{}, 2)
+	go func() {
+		defer func() { done <- struct{}{} }()
+		um.Run(ctx)
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		if err := taint.Remove(ctx, taint.Config{Client: cl.kube, NodeName: c.NodeID}); err != nil && ctx.Err() == nil {
+			logger.Error(err, "The startup taint was not removed")
+		}
+	}()
+	err = d.Run(ctx)
+	cancel()
+	<-done
+	<-done
+	return err
+}
+
+// nodeEnv are the node plugin's region settings Mountpoint inherits (upstream's pass-through list).
+func nodeEnv(env func(string) string) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_STS_REGIONAL_ENDPOINTS"} {
+		if v := env(k); v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,116 @@
+package driver
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/stowage-csi/stowage/shared/s3api"
+)
+
+// Volume attributes (s3.md §4) and the kubelet's pod info keys.
+const (
+	attrBucketName       = "bucketName"
+	attrAuthSource       = "authenticationSource"
+	attrSTSRegion        = "stsRegion"
+	attrCache            = "cache"
+	attrCacheSizeLimit   = "cacheEmptyDirSizeLimit"
+	attrCacheMedium      = "cacheEmptyDirMedium"
+	attrMountpointEnv    = "mountpointEnv."
+	ctxPodUID            = "csi.storage.k8s.io/pod.uid"
+	ctxPodNamespace      = "csi.storage.k8s.io/pod.namespace"
+	ctxServiceAccount    = "csi.storage.k8s.io/serviceAccount.name"
+	ctxServiceAccountTok = "csi.storage.k8s.io/serviceAccount.tokens"
+)
+
+// allowedEnv are the only variables a volume may set for Mountpoint (upstream v2.6): a proxy, nothing
+// that could change credentials or the endpoint behind the node's back.
+var allowedEnv = map[string]bool{"HTTPS_PROXY": true, "NO_PROXY": true}
+
+// volumeContext is the validated volume context.
+type volumeContext struct {
+	bucket, authSource, stsRegion                string
+	cacheAttr, cacheSize, cacheMedium            string
+	podUID, podNamespace, serviceAccount, tokens string
+	userEnv                                      map[string]string
+}
+
+func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
+	v := volumeContext{
+		bucket: vc[attrBucketName], authSource: vc[attrAuthSource], stsRegion: vc[attrSTSRegion],
+		cacheAttr: vc[attrCache], cacheSize: vc[attrCacheSizeLimit], cacheMedium: vc[attrCacheMedium],
+		podUID: vc[ctxPodUID], podNamespace: vc[ctxPodNamespace], serviceAccount: vc[ctxServiceAccount],
+		tokens: vc[ctxServiceAccountTok], userEnv: map[string]string{},
+	}
+	// Kubernetes 1.35 (KEP-5538) may pass the tokens as secrets instead, which keeps them out of logs.
+	if t := secrets[ctxServiceAccountTok]; t != "" {
+		v.tokens = t
+	}
+	if v.bucket == "" {
+		return v, fmt.Errorf("volume attribute %s is required", attrBucketName)
+	}
+	switch v.authSource {
+	case "":
+		v.authSource = s3api.AuthenticationSourceDriver
+	case s3api.AuthenticationSourceDriver, s3api.AuthenticationSourcePod:
+	default:
+		return v, fmt.Errorf("volume attribute %s=%q: want %q or %q", attrAuthSource, v.authSource, s3api.AuthenticationSourceDriver, s3api.AuthenticationSourcePod)
+	}
+	switch v.cacheAttr {
+	case "", "emptyDir", "ephemeral":
+	default:
+		return v, fmt.Errorf("volume attribute %s=%q: want emptyDir or ephemeral", attrCache, v.cacheAttr)
+	}
+	switch v.cacheMedium {
+	case "", "Memory":
+	default:
+		return v, fmt.Errorf("volume attribute %s=%q: want \"\" or Memory", attrCacheMedium, v.cacheMedium)
+	}
+	var refused []string
+	for k, val := range vc {
+		name, ok := strings.CutPrefix(k, attrMountpointEnv)
+		if !ok {
+			continue
+		}
+		if !allowedEnv[name] {
+			refused = append(refused, k)
+			continue
+		}
+		v.userEnv[name] = val
+	}
+	if len(refused) > 0 {
+		sort.Strings(refused)
+		return v, fmt.Errorf("volume attributes %s are not allowed: only %sHTTPS_PROXY and %sNO_PROXY", strings.Join(refused, ", "), attrMountpointEnv, attrMountpointEnv)
+	}
+	return v, nil
+}
+
+// mergeEnv layers environments, later ones winning, into sorted "K=V" (upstream's order: credentials over
+// the node's defaults over the user's).
+func mergeEnv(layers ...map[string]string) []string {
+	all := map[string]string{}
+	for _, l := range layers {
+		for k, v := range l {
+			all[k] = v
+		}
+	}
+	out := make([]string, 0, len(all))
+	for k, v := range all {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// userAgent is upstream's forced --user-agent-prefix.
+func (d *Driver) userAgent(authSource string) string {
+	parts := []string{"s3-csi-driver/" + d.opts.Version, "credential-source#" + authSource}
+	if d.opts.KubernetesVersion != "" {
+		parts = append(parts, "k8s/"+d.opts.KubernetesVersion)
+	}
+	install := d.opts.InstallationType
+	if install == "" {
+		install = "unknown"
+	}
+	return strings.Join(append(parts, "md/install#"+install), " ")
+}
