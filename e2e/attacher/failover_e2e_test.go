@@ -5,7 +5,6 @@ package attacher
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -199,55 +198,27 @@ func testMixedFailover(t *testing.T, r *rig, name, leaderBin, standbyBin string)
 }
 
 // TestE2EAttacherDriverRestart kills the CSI driver under csi-attacher while its ControllerPublish is in flight
-// and serves it again on the same socket: the attacher, which retries failures only after a 10-minute backoff
-// here, attaches the VolumeAttachment as soon as the driver is back, since it follows the driver's restart
-// (csiconn.FollowRestarts) and retries the work the restart interrupted.
+// and serves it again on the same socket: the attacher, which retries failures only after an hour here,
+// attaches the VolumeAttachment as soon as the driver is back, since it follows the driver's restart
+// (csiconn.FollowRestarts) and retries the work the restart interrupted, and it keeps running.
 func TestE2EAttacherDriverRestart(t *testing.T) {
 	r := startRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	f := newFixture(t, ctx, r, "driver-restart")
-	// A socket directory of the test's own: the restarted driver serves on the same path.
-	dir, err := os.MkdirTemp("", "drvrestart")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	first, err := csimock.Start(ctx, csimock.Options{Name: f.driver, SocketDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(first.Stop)
-	f.drv = first
+	d := e2erig.StartRestartingDriver(t, ctx, csimock.Options{Name: f.driver})
+	f.drv = d.Driver
 	vol, pv := f.volume("pv-driver-restart", nil)
-	release := blockPublish(first)
-	defer close(release)
-
-	attacher := r.startAttacher(t, "attacher", first.Endpoint(), "--retry-interval-start=10m", "--retry-interval-max=10m")
+	d.Hold(csimock.ControllerPublishVolume)
+	attacher := r.startAttacher(t, "attacher", d.Endpoint(), e2erig.HourBackoff...)
 	f.attachment("va-driver-restart", pv.Name, nil)
-	e2erig.Eventually(t, ctx, waitTimeout, "ControllerPublish in flight", func(context.Context) (bool, error) {
-		return first.Calls(csimock.ControllerPublishVolume) >= 1, nil
-	})
-	first.Stop() // as a crashing driver: the socket goes, the call in flight fails
 
-	second, err := csimock.Start(ctx, csimock.Options{Name: f.driver, SocketDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Stop)
-	back := time.Now()
-	if again := second.AddVolume("pv-driver-restart", 1<<30); again.ID != vol.ID {
-		t.Fatalf("the restarted driver names the volume %s, want %s as before", again.ID, vol.ID)
-	}
+	second, back := d.KillDuring(t, csimock.ControllerPublishVolume, vol)
 	f.drv = second
 	f.waitAttached("va-driver-restart")
-	t.Logf("attached %.2fs after the driver was back (backoff 10m)", time.Since(back).Seconds())
+	t.Logf("attached %.2fs after the driver was back (backoff 1h)", time.Since(back).Seconds())
 	if n := second.CallsFor(csimock.ControllerPublishVolume, vol.ID); n != 1 {
 		t.Errorf("ControllerPublishVolume calls on the restarted driver = %d, want 1", n)
 	}
-	select {
-	case <-attacher.Done():
-		t.Errorf("the attacher exited when the driver restarted")
-	default:
-	}
+	e2erig.CheckFollowed(t, attacher)
 }
