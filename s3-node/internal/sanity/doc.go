@@ -1,0 +1,2 @@
+// Package sanity runs csi-sanity against s3-node's identity and node services (tests only).
+package sanity
