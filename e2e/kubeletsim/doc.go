@@ -21,14 +21,35 @@
 //   - on graceful Pod deletion (deletionTimestamp set) calls NodeUnpublishVolume, NodeUnstageVolume once no
 //     other Pod on the node uses the volume, removes it from volumesInUse, and finishes the deletion (delete
 //     with grace period 0 and the Pod's UID as precondition);
+//   - runs the containers of Pods whose images are all in Config.Images, as a container runtime would:
+//     emptyDir volumes at pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (a tmpfs of sizeLimit for medium
+//     Memory, else a directory; mode 0777, and with an fsGroup group-owned by it with the setgid bit); each
+//     container as the first process of a new mount and PID namespace, pivot_root'ed into
+//     pods/<uid>/containers/<name>/rootfs, which holds read-only binds of the host's /usr, /lib*, /etc (and
+//     its /bin, /sbin symlinks), /dev and /sys, a fresh /proc, a /tmp, the image's files and the Pod's
+//     volumeMounts (emptyDirs, CSI file-system volumes, hostPaths), with the old root detached so the
+//     namespace holds no copy of other host mounts; then as runAsUser/runAsGroup (the group defaults to the
+//     user), supplementary groups fsGroup and supplementalGroups, no capabilities and no new privileges, it
+//     execs command+args with exactly the container's env plus PATH and HOSTNAME, in workingDir or /. Output
+//     goes to pod-logs/<uid>/<container>.log under RootDir (Node.ContainerLog). It restarts containers per
+//     restartPolicy with a doubling back-off and writes the Pod status the kubelet writes (phase, conditions,
+//     containerStatuses with state, lastState, restartCount); a Succeeded or Failed Pod's volumes are torn
+//     down. On deletion it sends SIGTERM, waits the grace period (capped by Config.MaxGracePeriod), sends
+//     SIGKILL (which, to a PID namespace's init, ends the whole container), then tears down as above;
 //   - calls NodeExpandVolume when a mounted claim waits for file-system expansion (FileSystemResizePending
 //     or allocatedResourceStatuses NodeResizePending) and records the new capacity in the claim's status.
 //
-// It talks to the node plugin only over the plugin's CSI socket. Stop unpublishes and unstages everything it
-// published and then unmounts anything still mounted under RootDir, so no mount outlives it.
+// It talks to the node plugin only over the plugin's CSI socket. Stop kills every container (SIGKILL after
+// a 2-second grace), unpublishes and unstages everything it published and then unmounts anything still
+// mounted under RootDir, so no mount or process outlives it.
 //
-// Differences from a real kubelet, on purpose: no containers run (a Pod is Running once its volumes are
-// published); it uses the client it is given (the tests pass an admin client) instead of node credentials;
-// block volumes get no global-map bind mount or loop-device lock, only the publish and the pod's symlink;
+// Differences from a real kubelet, on purpose: only Pods whose images are in Config.Images run (others are
+// Running once their volumes are published, and nothing runs); a run Pod shares the host's network, has no
+// cgroup limits, seccomp or AppArmor profile, no init containers, probes or image pulls (an image is a set
+// of host files bind-mounted over the host's system directories), its root is writable only in /tmp and
+// the directories of its mounts, volumes other than emptyDir, CSI and hostPath (the projected API token...)
+// are not mounted, and restarts back off from Config.RestartBackoff (1s) to MaxRestartBackoff (10s) instead
+// of 10s to 5m and never reset; it uses the client it is given (the tests pass an admin client) instead of
+// node credentials; block volumes get no global-map bind mount or loop-device lock, only the publish and the pod's symlink;
 // volumesAttached is written by the attach-detach controller, as in a real cluster, and only read here.
 package kubeletsim

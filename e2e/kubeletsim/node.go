@@ -1,6 +1,7 @@
 package kubeletsim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,6 +59,16 @@ type Config struct {
 	RootDir string
 	// Logger logs what the node does; empty means klog's from the context given to Start.
 	Logger klog.Logger
+
+	// Images are the container images the node can run, by image name. A Pod whose containers all use one
+	// of them is run (emptyDirs, sandboxed processes, restarts, container status); other Pods are Running
+	// as soon as their volumes are published, and nothing runs.
+	Images map[string]Image
+	// MaxGracePeriod caps the termination grace period of a deleted Pod's containers (default 30s).
+	MaxGracePeriod time.Duration
+	// RestartBackoff and MaxRestartBackoff bound the delay before a crashed container is restarted, which
+	// doubles from the first to the second (defaults 1s and 10s; the kubelet's are 10s and 5m).
+	RestartBackoff, MaxRestartBackoff time.Duration
 }
 
 // Node is a running simulated node.
@@ -91,6 +102,8 @@ type Node struct {
 	stopEvents func()
 	reportMu   sync.Mutex
 	reported   []string
+	// runs are the Pods whose containers run here.
+	runs runs
 }
 
 // nodeCaps are the node plugin's capabilities the kubelet acts on.
@@ -110,12 +123,15 @@ func Start(ctx context.Context, cfg Config) (_ *Node, err error) {
 	if err := os.MkdirAll(cfg.RootDir, 0o750); err != nil {
 		return nil, fmt.Errorf("kubeletsim: root dir: %w", err)
 	}
+	cfg.MaxGracePeriod = cmp.Or(cfg.MaxGracePeriod, defaultMaxGracePeriod)
+	cfg.RestartBackoff = cmp.Or(cfg.RestartBackoff, defaultRestartBackoff)
+	cfg.MaxRestartBackoff = max(cmp.Or(cfg.MaxRestartBackoff, defaultMaxRestartBackoff), cfg.RestartBackoff)
 	log := cfg.Logger
 	if log.GetSink() == nil {
 		log = klog.FromContext(ctx)
 	}
 	n := &Node{cfg: cfg, log: log.WithName("kubeletsim").WithValues("node", cfg.NodeName), client: cfg.Client,
-		paths: paths{root: cfg.RootDir}, state: newState()}
+		paths: paths{root: cfg.RootDir}, state: newState(), runs: runs{pods: map[string]*podRun{}}}
 	target := cfg.PluginSocket
 	if len(target) > 0 && target[0] == '/' {
 		target = "unix://" + target
@@ -339,7 +355,7 @@ func (n *Node) StagingPath(volumeHandle string) string {
 	return n.paths.stagingPath(n.driver, volumeHandle)
 }
 
-// Stop stops handling Pods, unpublishes and unstages every volume the node still has (as a drained node
+// Stop stops handling Pods, kills every container it runs, unpublishes and unstages every volume the node still has (as a drained node
 // would), unmounts anything left under RootDir, and closes the plugin connection. The Node object stays.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
@@ -347,6 +363,7 @@ func (n *Node) Stop() error {
 		n.queue.ShutDown()
 		n.wg.Wait()
 		n.stopEvents()
+		n.killAllContainers()
 		ctx, cancel := context.WithTimeout(klog.NewContext(context.Background(), n.log), 2*time.Minute)
 		defer cancel()
 		var errs []error

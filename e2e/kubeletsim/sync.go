@@ -33,6 +33,13 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 		}
 	}
 	if pod.DeletionTimestamp != nil || pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed {
+		if r := n.runs.get(key); r != nil {
+			// Volumes stay until the containers using them are gone; their exit queues the Pod again.
+			r.kill(n.gracePeriod(pod))
+			if !r.exited() {
+				return waiting("containers of pod %s are being killed", key)
+			}
+		}
 		if err := n.tearDownPod(ctx, key); err != nil {
 			return err
 		}
@@ -66,7 +73,11 @@ func (n *Node) syncPod(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	if pod.Status.Phase != v1.PodRunning {
+	if n.runsContainers(pod) {
+		if err := n.syncContainers(ctx, pod, key); err != nil {
+			return err
+		}
+	} else if pod.Status.Phase != v1.PodRunning {
 		if err := n.markRunning(ctx, pod); err != nil {
 			return err
 		}
@@ -164,4 +175,17 @@ func hasLifecycleMode(d *storagev1.CSIDriver, mode storagev1.VolumeLifecycleMode
 		}
 	}
 	return false
+}
+
+// syncContainers sets up the Pod's emptyDirs, starts its containers once, and reports their status.
+func (n *Node) syncContainers(ctx context.Context, pod *v1.Pod, key string) error {
+	if err := n.setUpEmptyDirs(pod); err != nil {
+		return err
+	}
+	r, err := n.startContainers(pod, key)
+	if err != nil {
+		return err
+	}
+	_, err = n.reportContainers(ctx, pod, r)
+	return err
 }

@@ -11,9 +11,10 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 )
 
-// tearDownPod unpublishes every volume of a Pod, unstages those no other Pod on the node uses, drops them
+// tearDownPod kills the Pod's containers if they still run, unpublishes every volume of a Pod, unstages those no other Pod on the node uses, drops them
 // from volumesInUse and removes the Pod's directory.
 func (n *Node) tearDownPod(ctx context.Context, key string) error {
+	n.killContainers(key, n.cfg.MaxGracePeriod)
 	ps := n.state.pod(key)
 	if ps == nil {
 		return nil
@@ -26,6 +27,9 @@ func (n *Node) tearDownPod(ctx context.Context, key string) error {
 	}
 	n.state.forget(key)
 	if err := n.reportInUse(ctx); err != nil {
+		return err
+	}
+	if err := n.tearDownEmptyDirs(ps.uid); err != nil {
 		return err
 	}
 	podDir := n.paths.podDir(ps.uid)
