@@ -169,7 +169,10 @@ func (n *runNode) checkSandbox(t *testing.T) {
 		"id", "env", "stat:"+n.root, "stat:/work", "stat:/comm", "write:/comm/hello=hi", "waitfile:/comm/go", "exit:0"))
 	n.waitPod(t, "sandbox", "Running, container started and ready", running)
 
-	comm := filepath.Join(n.root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "comm")
+	comm := n.node.EmptyDirPath(string(pod.UID), "comm")
+	if want := filepath.Join(n.root, "pods", string(pod.UID), "volumes", "kubernetes.io~empty-dir", "comm"); comm != want {
+		t.Errorf("EmptyDirPath = %s, want the kubelet's %s", comm, want)
+	}
 	if !slices.Contains(mounts(t, comm), comm) {
 		t.Errorf("emptyDir comm is not a mount at %s", comm)
 	}

@@ -345,6 +345,12 @@ func (n *Node) PublishPath(podUID string, specName string) string {
 	return n.paths.publishPath(typesUID(podUID), specName)
 }
 
+// EmptyDirPath is the host directory of an emptyDir volume of a Pod whose containers run on this node
+// (for a Mountpoint Pod, EmptyDirPath(uid, "comm") holds mount.sock).
+func (n *Node) EmptyDirPath(podUID string, volumeName string) string {
+	return n.paths.emptyDirPath(typesUID(podUID), volumeName)
+}
+
 // DevicePath is the path a Pod on this node sees a raw block volume at.
 func (n *Node) DevicePath(podUID string, pvName string) string {
 	return n.paths.podDevicePath(typesUID(podUID), pvName)

@@ -69,7 +69,7 @@ func (s *sandbox) script() (string, error) {
 			if !filepath.IsAbs(target) {
 				target = "/" + target
 			}
-			w("mkdir -p %s && for f in %s/* ; do ln -sfn \"$f\" %s/ ; done", in, shellQuote(target), in)
+			w("mkdir -p %s && ln -sf -t %s %s/*", in, in, shellQuote(target))
 		case fi.IsDir():
 			in := shellQuote(filepath.Join(s.rootfs, d))
 			// Read-only: a container running as uid 0 (without capabilities) still owns the host's files.
@@ -127,7 +127,8 @@ func (s *sandbox) script() (string, error) {
 
 // command is the host process of the container. It is the first process of a new PID namespace, so when it
 // ends the kernel kills whatever it left behind, as a container runtime's cgroup kill does; and it dies with
-// the process that started it.
+// the process that started it (Pdeathsig, kept across setpriv's change of user), so a test binary that
+// panics or times out leaves no container behind.
 func (s *sandbox) command(log *os.File) (*exec.Cmd, error) {
 	script, err := s.script()
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSandboxRunsInItsOwnRoot starts a shell in a sandbox as the mounter's user: it has the host's tools and
@@ -27,6 +29,16 @@ func TestSandboxRunsInItsOwnRoot(t *testing.T) {
 	if err := os.Chmod(vol, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	// A host mount made before the sandbox starts, like another Pod's FUSE mount: the sandbox must hold no
+	// copy of it, or the host's unmount would not end it.
+	other := filepath.Join(dir, "other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("kubeletsim-other", other, "tmpfs", 0, ""); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Unmount(other, unix.MNT_DETACH) }()
 	script := filepath.Join(dir, "hello.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho hello from the image\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -36,7 +48,7 @@ func TestSandboxRunsInItsOwnRoot(t *testing.T) {
 		env:    []string{"PATH=" + defaultPath, "FOO=bar"},
 		mounts: []sandboxMount{{host: vol, container: "/data"}, {host: script, container: "/bin/hello", readOnly: true, file: true}},
 		argv: []string{"/bin/sh", "-c", `hello; id -u; id -g; id -G; pwd; env | sort | tr '\n' ' '; echo; ` +
-			`grep CapEff /proc/self/status; test -e ` + dir + ` && echo host-visible; ls /; echo hi > /data/f; ls -l /bin/hello /bin/sh`},
+			`grep CapEff /proc/self/status; test -e ` + dir + ` && echo host-visible; ls /; echo hi > /data/f; grep -q kubeletsim-other /proc/self/mountinfo && echo host-mount-held; true`},
 	}
 	logFile, err := os.Create(filepath.Join(dir, "log"))
 	if err != nil {
@@ -58,13 +70,16 @@ func TestSandboxRunsInItsOwnRoot(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
+	if strings.Contains(got, "host-mount-held") {
+		t.Errorf("the sandbox's mount namespace holds a copy of the host mount at %s:\n%s", other, got)
+	}
 	if strings.Contains(got, "host-visible") {
 		t.Errorf("the sandbox sees the host's %s:\n%s", dir, got)
 	}
 	if fi, err := os.Stat(filepath.Join(vol, "f")); err != nil || fi.Sys() == nil {
 		t.Errorf("file written in the sandbox is not in the volume: %v", err)
 	}
-	if left, err := MountsUnder(dir); err != nil || len(left) > 0 {
-		t.Errorf("host mounts under %s: %v, %v", dir, left, err)
+	if left, err := MountsUnder(dir); err != nil || len(left) != 1 || left[0] != other {
+		t.Errorf("host mounts under %s: %v, %v; want only %s", dir, left, err, other)
 	}
 }
