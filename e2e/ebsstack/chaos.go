@@ -50,6 +50,9 @@ type Chaos struct {
 	events []string
 	// ownExits counts the processes that ended without being killed by the plan, by name.
 	ownExits map[string]int
+	// kills are the kills Execute made, and phaseStarts when each call of Execute began (Recoveries).
+	kills       []KillRecord
+	phaseStarts []time.Time
 }
 
 // NewChaos prepares chaos on s; rng draws the restart back-offs (only Supervise uses it), logf (may be nil)
@@ -144,6 +147,10 @@ func (c *Chaos) restart(ctx context.Context, name string, failed map[string]int)
 // the killed processes. A target that is down at its time is killed as soon as it runs again.
 func (c *Chaos) Execute(ctx context.Context, plan []Kill) error {
 	start := time.Now()
+	c.mu.Lock()
+	phase := len(c.phaseStarts)
+	c.phaseStarts = append(c.phaseStarts, start)
+	c.mu.Unlock()
 	for _, k := range plan {
 		t := time.NewTimer(time.Until(start.Add(k.At)))
 		select {
@@ -169,9 +176,13 @@ func (c *Chaos) Execute(ctx context.Context, plan []Kill) error {
 		c.mu.Lock()
 		c.killed[p] = true
 		c.mu.Unlock()
+		at := time.Now()
 		if err := c.s.Kill(ctx, k.Target); err != nil {
 			return err
 		}
+		c.mu.Lock()
+		c.kills = append(c.kills, KillRecord{Target: k.Target, Pid: p.Pid(), Phase: phase, At: at, Dead: time.Now()})
+		c.mu.Unlock()
 		c.event("SIGKILL %s (pid %d)", k.Target, p.Pid())
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,7 +56,9 @@ func chaosFaults(budget int, seed uint64) ec2sim.Faults {
 // instances or have two attached VolumeAttachments; after provisioning every Pod runs with its volume
 // attached to exactly its node and EC2 holds no other volume; each snapshot exists once; after deletion
 // nothing is left: no claim, PV, VolumeAttachment, EBS volume, attachment or snapshot, loop device or mount,
-// no panic in any log, and no process after Stop. Each phase is a subtest. The test logs its seed;
+// no panic in any log, and no process after Stop. Each phase is a subtest. It prints how long after each
+// kill the killed process's successor first did work (from its log), and the median and maximum per
+// component. The test logs its seed;
 // STOWAGE_CHAOS_SEED=<seed> replays the kill plan.
 func TestE2EEBSChaos(t *testing.T) {
 	seed := chaosSeed(t)
@@ -95,6 +98,13 @@ func TestE2EEBSChaos(t *testing.T) {
 		watch.stop()
 		watch.report(t)
 		t.Logf("chaos events:\n%s", r.chaos.Events())
+		var recovery strings.Builder
+		if err := r.chaos.RecoveryReport(&recovery); err != nil {
+			t.Errorf("recovery times: %v", err)
+		} else {
+			t.Logf("recovery: time from each SIGKILL to the first operation its successor logged (it includes waiting for work, "+
+				"and for a sidecar its predecessor's Lease):\n%s", recovery.String())
+		}
 		if exits := r.chaos.OwnExits(); len(exits) > 0 {
 			t.Logf("processes that ended on their own (restarted): %v", exits)
 		}

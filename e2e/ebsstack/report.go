@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -79,6 +81,44 @@ func (r *Report) Summary(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "\t%s\t\t%s\n", "total", FormatDuration(total))
 	_ = tw.Flush()
+}
+
+// RecoverySummary writes the table of recovery times by component (the killed process's name): how many kills,
+// how many were measured (followed by an operation, see Recovery), and the median and the longest time from a
+// kill to its successor's first operation. Components are in name order.
+func RecoverySummary(w io.Writer, recs []Recovery) {
+	byTarget := map[string][]time.Duration{}
+	kills := map[string]int{}
+	for _, r := range recs {
+		kills[r.Kill.Target]++
+		if r.Measured {
+			byTarget[r.Kill.Target] = append(byTarget[r.Kill.Target], r.Took)
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tKILLS\tMEASURED\tMEDIAN\tMAX")
+	for _, target := range slices.Sorted(maps.Keys(kills)) {
+		took := byTarget[target]
+		median, longest := "-", "-"
+		if len(took) > 0 {
+			median, longest = FormatDuration(Median(took)), FormatDuration(slices.Max(took))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", target, kills[target], len(took), median, longest)
+	}
+	_ = tw.Flush()
+}
+
+// Median is the middle of ds, or the mean of the two middle ones for an even count; 0 for none.
+func Median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(ds))
+	mid := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[mid]
+	}
+	return (s[mid-1] + s[mid]) / 2
 }
 
 // shortScenario is a scenario's number ("1" of "1. Provision...") or, without one, its whole name.

@@ -3,6 +3,7 @@ package ebsstack
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,5 +43,53 @@ func TestReportPrintsStepsAndNamesTheFailure(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
 	if len(lines) != 4 || !strings.HasPrefix(lines[1], "1 ") || !strings.Contains(lines[1], "ok") || !strings.Contains(lines[2], "FAILED") || !strings.Contains(lines[3], "total") {
 		t.Errorf("summary:\n%s", table.String())
+	}
+}
+
+func TestMedian(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		in   []time.Duration
+		want time.Duration
+	}{
+		{"none", nil, 0},
+		{"one", []time.Duration{3 * s}, 3 * s},
+		{"odd count, unsorted", []time.Duration{9 * s, 1 * s, 4 * s}, 4 * s},
+		{"even count: mean of the middle two", []time.Duration{4 * s, 1 * s, 10 * s, 2 * s}, 3 * s},
+	} {
+		if got := Median(tc.in); got != tc.want {
+			t.Errorf("%s: Median(%v) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRecoverySummaryMedianAndMaxPerComponent(t *testing.T) {
+	kill := func(target string) KillRecord { return KillRecord{Target: target} }
+	recs := []Recovery{
+		{Kill: kill("csi-provisioner"), Took: 16 * time.Second, Measured: true},
+		{Kill: kill("ebs-plugin-controller"), Took: 300 * time.Millisecond, Measured: true},
+		{Kill: kill("csi-provisioner"), Took: 14 * time.Second, Measured: true},
+		{Kill: kill("ebs-plugin-controller"), Took: 1500 * time.Millisecond, Measured: true},
+		{Kill: kill("ebs-plugin-controller"), Took: 700 * time.Millisecond, Measured: true},
+		{Kill: kill("csi-attacher")}, // no work came after it
+		{Kill: kill("csi-provisioner")},
+	}
+	var out strings.Builder
+	RecoverySummary(&out, recs)
+	want := [][]string{
+		{"COMPONENT", "KILLS", "MEASURED", "MEDIAN", "MAX"},
+		{"csi-attacher", "1", "0", "-", "-"},
+		{"csi-provisioner", "3", "2", "15.0s", "16.0s"},
+		{"ebs-plugin-controller", "3", "3", "700ms", "1.5s"},
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("table has %d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, line := range lines {
+		if got := strings.Fields(line); !slices.Equal(got, want[i]) {
+			t.Errorf("line %d = %q, want %q", i, got, want[i])
+		}
 	}
 }
