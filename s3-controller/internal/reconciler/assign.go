@@ -141,15 +141,16 @@ func (r *Reconciler) createAttachment(ctx context.Context, spec s3api.Mountpoint
 	return s3pa, nil
 }
 
-// addWorkload appends a workload to a Mountpoint Pod's list in one patch preconditioned on the
-// attachment's resourceVersion: a stale cached attachment fails with a conflict and is retried.
+// addWorkload appends a workload to a Mountpoint Pod's list in one update, which the API server
+// preconditions on the attachment's resourceVersion: a stale cached attachment fails with a conflict and is
+// retried. Update, not patch, because upstream's RBAC grants only update on attachments and Mountpoint Pods.
 func (r *Reconciler) addWorkload(ctx context.Context, s3pa *s3api.MountpointS3PodAttachment, mp string, entry s3api.WorkloadPodAttachment) error {
 	next := s3pa.DeepCopy()
 	if next.Spec.MountpointS3PodAttachments == nil {
 		next.Spec.MountpointS3PodAttachments = map[string][]s3api.WorkloadPodAttachment{}
 	}
 	next.Spec.MountpointS3PodAttachments[mp] = append(next.Spec.MountpointS3PodAttachments[mp], entry)
-	if err := r.client.Patch(ctx, next, client.MergeFromWithOptions(s3pa, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Update(ctx, next); err != nil {
 		return fmt.Errorf("add workload %s to attachment %s: %w", entry.WorkloadPodUID, s3pa.Name, err)
 	}
 	next.DeepCopyInto(s3pa)

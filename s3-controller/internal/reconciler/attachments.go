@@ -50,7 +50,7 @@ func (r *Reconciler) findAttachment(ctx context.Context, key string) (*s3api.Mou
 }
 
 // mergeDuplicates keeps the oldest attachment of a key, moves the others' Mountpoint Pods and workloads into
-// it (one preconditioned patch), then deletes the others (each preconditioned on its resourceVersion).
+// it (one update, preconditioned on its resourceVersion), then deletes the others (each preconditioned on its resourceVersion).
 // Duplicates come from crashes of older controllers, from upstream and Stowage both running during a swap,
 // and from upstream's order-sensitive keys ("a,b" and "b,a"), which Stowage treats as one.
 func (r *Reconciler) mergeDuplicates(ctx context.Context, items []s3api.MountpointS3PodAttachment) (*s3api.MountpointS3PodAttachment, error) {
@@ -78,7 +78,7 @@ func (r *Reconciler) mergeDuplicates(ctx context.Context, items []s3api.Mountpoi
 		}
 	}
 	if changed {
-		if err := r.client.Patch(ctx, next, client.MergeFromWithOptions(keep, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.client.Update(ctx, next); err != nil {
 			return nil, fmt.Errorf("merge duplicate attachments into %s: %w", keep.Name, err)
 		}
 	}

@@ -72,15 +72,16 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, a *s3api.MountpointS3P
 		logger.V(2).Info("Deleted empty attachment", "attachment", a.Name)
 		return nil
 	}
-	if err := r.client.Patch(ctx, next, client.MergeFromWithOptions(a, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.client.Update(ctx, next); err != nil {
 		return fmt.Errorf("remove workloads from attachment %s: %w", a.Name, err)
 	}
 	logger.V(2).Info("Removed workloads from attachment", "attachment", a.Name, "unmounting", emptied)
 	return nil
 }
 
-// markNeedsUnmount annotates a Mountpoint Pod s3.csi.aws.com/needs-unmount=true in one patch preconditioned
-// on its resourceVersion. A Pod that is gone needs nothing.
+// markNeedsUnmount annotates a Mountpoint Pod s3.csi.aws.com/needs-unmount=true in one update (preconditioned
+// on its resourceVersion; upstream's RBAC has update, not patch, on Mountpoint Pods). A Pod that is gone
+// needs nothing.
 func (r *Reconciler) markNeedsUnmount(ctx context.Context, name string) error {
 	mp, err := r.getMountpointPod(ctx, name)
 	if err != nil || mp == nil {
@@ -94,7 +95,7 @@ func (r *Reconciler) markNeedsUnmount(ctx context.Context, name string) error {
 		next.Annotations = map[string]string{}
 	}
 	next.Annotations[s3api.AnnotationNeedsUnmount] = "true"
-	err = r.client.Patch(ctx, next, client.MergeFromWithOptions(mp, client.MergeFromWithOptimisticLock{}))
+	err = r.client.Update(ctx, next)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
