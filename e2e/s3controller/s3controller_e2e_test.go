@@ -106,9 +106,10 @@ func TestE2ES3Controller(t *testing.T) {
 		if len(s.attachments) != 3 {
 			t.Errorf("%d attachments after the restart, want 3", len(s.attachments))
 		}
-		code, body := e2erig.Get(t, ctx, "http://"+r.health+"/healthz")
-		if code != 200 {
-			t.Errorf("/healthz %d: %s", code, body)
+		for _, path := range []string{"/healthz", "/healthz/leader-election", "/readyz"} {
+			if code, body := e2erig.Get(t, ctx, "http://"+r.health+path); code != 200 {
+				t.Errorf("%s %d: %s", path, code, body)
+			}
 		}
 		_, metrics := e2erig.Get(t, ctx, "http://"+r.metrics+"/metrics")
 		if !strings.Contains(metrics, "s3_controller_mountpoint_pods_created_total") || !strings.Contains(metrics, "controller_runtime_reconcile_total") {

@@ -33,7 +33,7 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	logger.Info("Starting", "version", version.Version, "mountpointNamespace", cfg.MountpointPod.Namespace,
 		"mountpointVersion", cfg.MountpointPod.MountpointVersion, "image", cfg.MountpointPod.Image)
 	if cfg.MountpointPod.HeadroomEnabled() {
-		logger.Info("Headroom priority classes are set, but Stowage does not reserve headroom yet: Mountpoint Pods get the preempting class, workloads gated with s3.csi.aws.com/reserve-headroom-for-mppod stay gated")
+		logger.Info("Headroom for Mountpoint Pods is on (experimental, as upstream): workloads gated with "+reconciler.GateReserveHeadroom+" get headroom Pods and are ungated; this needs patch on pods cluster-wide", "headroomImage", cfg.MountpointPod.HeadroomImage)
 	}
 
 	restConfig, err := restConfig(cfg)

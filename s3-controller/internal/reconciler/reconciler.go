@@ -88,6 +88,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 			return reconcile.Result{}, nil
 		}
 		// The workload this event was about is gone (a Pod with its name may be a new one).
+		if r.cfg.HeadroomEnabled() {
+			if err := r.releaseHeadroom(ctx, string(req.UID)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		return reconcile.Result{}, r.workloadGone(ctx, string(req.UID))
 	}
 	if err != nil {
@@ -101,6 +106,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 
 // reconcileWorkload converges each S3 volume of a scheduled workload Pod.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
+	if r.cfg.HeadroomEnabled() {
+		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && gated(pod) {
+			return r.reserveHeadroom(ctx, pod)
+		}
+		if pod.Labels[labelHeadroomForWorkload] != "" && pod.Status.Phase != corev1.PodPending && pod.Status.Phase != "" {
+			if err := r.releaseHeadroom(ctx, string(pod.UID)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
 	if pod.Spec.NodeName == "" {
 		return reconcile.Result{}, nil
 	}

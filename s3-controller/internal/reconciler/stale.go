@@ -72,6 +72,11 @@ func (r *Reconciler) CleanStale(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.cfg.HeadroomEnabled() {
+		if err := r.cleanStaleHeadroom(ctx); err != nil {
+			return err
+		}
+	}
 	return r.unmountOrphans(ctx, referenced, now)
 }
 
