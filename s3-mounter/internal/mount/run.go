@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/bufpool"
@@ -125,6 +128,11 @@ func mountFilesystem(ctx context.Context, cfg *options.Config, client *s3client.
 	opts := s3fs.MountOptions(fsCfg, "mountpoint-s3")
 	// go-fuse's own messages go to the same log as ours, not to a bare stderr.
 	opts.Logger = klog.NewStandardLogger("WARNING")
+	if cfg.IsFDMount() {
+		if err := checkFUSEFd(cfg.MountPoint); err != nil {
+			return nil, err
+		}
+	}
 	srv, err := fs.Mount(cfg.MountPoint, root, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", cfg.MountPoint, err)
@@ -196,4 +204,24 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 		UploadConcurrency: min(cfg.MaxThreads, maxUploadParts),
 		Debug:             false,
 	}
+}
+
+// checkFUSEFd makes sure /dev/fd/N is an open /dev/fuse. Otherwise go-fuse would take the path for a
+// directory and mount there: with fd N closed, the /dev/fuse it opens for that mount gets the lowest free
+// number, possibly N itself, and /dev/fd/N then resolves to /dev/fuse, so the mount would cover the
+// machine's /dev/fuse and break every FUSE mount after it.
+func checkFUSEFd(mountPoint string) error {
+	n, err := strconv.Atoi(strings.TrimPrefix(mountPoint, "/dev/fd/"))
+	if err != nil {
+		return fmt.Errorf("mountpoint %s: %w", mountPoint, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(n, &st); err != nil {
+		return fmt.Errorf("mountpoint %s: fd %d is not open: %w", mountPoint, n, err)
+	}
+	const fuseMajor, fuseMinor = 10, 229 // /dev/fuse
+	if st.Mode&syscall.S_IFMT != syscall.S_IFCHR || unix.Major(st.Rdev) != fuseMajor || unix.Minor(st.Rdev) != fuseMinor {
+		return fmt.Errorf("mountpoint %s: fd %d is not /dev/fuse", mountPoint, n)
+	}
+	return nil
 }
