@@ -72,12 +72,10 @@ func escape(s string) string {
 // Write writes the files for r and returns Mountpoint's credential environment.
 func Write(r Request, driver DriverEnv) (map[string]string, error) {
 	dir := filepath.Join(r.CommDir, mountproto.CredentialsDir)
+	// No chmod after: it would clear the setgid bit the directory inherits from the comm emptyDir, through
+	// which the files get the Pod's fsGroup, the only way Mountpoint (uid 1000) can read them.
 	if err := os.MkdirAll(dir, DirMode); err != nil {
 		return nil, fmt.Errorf("create credentials directory: %w", err)
-	}
-	// MkdirAll leaves an existing directory's mode and applies the umask to a new one.
-	if err := os.Chmod(dir, DirMode); err != nil {
-		return nil, fmt.Errorf("set mode of the credentials directory: %w", err)
 	}
 	w := writer{dir: dir, env: map[string]string{}}
 	switch r.AuthenticationSource {
@@ -110,10 +108,11 @@ type writer struct {
 	err error
 }
 
-// file writes name atomically and returns its path in the Pod.
+// file writes name atomically and returns its path in the Pod. The temporary file is made in the same
+// directory, so it takes the directory's group (the Pod's fsGroup) and the rename never crosses filesystems.
 func (w *writer) file(name string, data []byte) string {
 	if w.err == nil {
-		if err := renameio.WriteFile(filepath.Join(w.dir, name), data, FileMode, renameio.IgnoreUmask()); err != nil {
+		if err := renameio.WriteFile(filepath.Join(w.dir, name), data, FileMode, renameio.IgnoreUmask(), renameio.WithTempDir(w.dir)); err != nil {
 			w.err = fmt.Errorf("write credential file %s: %w", name, err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -108,6 +109,31 @@ func TestWriteRefreshes(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(comm, "credentials", "u-v-eks-pod-identity.token"))
 		if string(b) != tok {
 			t.Fatalf("token = %q, want %q", b, tok)
+		}
+	}
+}
+
+// Files take the comm directory's group (the Pod's fsGroup) through its setgid bit.
+func TestWriteKeepsTheFSGroup(t *testing.T) {
+	comm := t.TempDir()
+	if err := os.Chown(comm, 0, 1000); err != nil {
+		t.Skipf("cannot chown (not root): %v", err)
+	}
+	if err := os.Chmod(comm, os.ModeSetgid|0o770); err != nil {
+		t.Fatal(err)
+	}
+	r := Request{CommDir: comm, MountpointPodUID: "u", VolumeID: "v"}
+	if _, err := Write(r, DriverEnv{AccessKeyID: "a", SecretAccessKey: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(comm, "credentials")
+	for _, p := range []string{dir, filepath.Join(dir, "u-v-s3-csi-credentials")} {
+		st, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gid := st.Sys().(*syscall.Stat_t).Gid; gid != 1000 {
+			t.Errorf("%s has gid %d, want the fsGroup 1000", p, gid)
 		}
 	}
 }
