@@ -50,6 +50,8 @@ type rig struct {
 	mu     sync.Mutex
 	sent   []mountproto.Options
 	onSend func(comm string) // e.g. write mount.err
+	// sendHook replaces the delivery (a Mountpoint Pod that is not listening).
+	sendHook func(ctx context.Context) error
 }
 
 const mpUID = "mp-uid"
@@ -63,7 +65,10 @@ func newRig(t *testing.T) *rig {
 		}},
 		pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "mp-1", Namespace: "mount-s3", UID: types.UID(mpUID)}},
 	}
-	m := mounter.New(mounter.Config{Sys: r.sys, Paths: r.paths, Send: func(_ context.Context, sock string, o mountproto.Options) error {
+	m := mounter.New(mounter.Config{Sys: r.sys, Paths: r.paths, Send: func(ctx context.Context, sock string, o mountproto.Options) error {
+		if r.sendHook != nil {
+			return r.sendHook(ctx)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.sent = append(r.sent, o)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -211,5 +212,31 @@ func TestPublishFSGroupAndProxy(t *testing.T) {
 	}
 	if !slices.Contains(r.sent[0].Env, "HTTPS_PROXY=http://proxy:3128") {
 		t.Errorf("env %q lacks the proxy", r.sent[0].Env)
+	}
+}
+
+// A publish that runs out of time (the Mountpoint Pod never listened) leaves nothing behind, and the
+// kubelet's retry mounts.
+func TestPublishRetryAfterTimeout(t *testing.T) {
+	r := newRig(t)
+	r.sendHook = func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := r.d.NodePublishVolume(ctx, r.publishReq("w1"))
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("error %v, want DeadlineExceeded", err)
+	}
+	if mps := r.sys.MountPoints(); len(mps) != 0 || r.sys.OpenFds() != 0 {
+		t.Fatalf("left mounted %v, %d fds open", mps, r.sys.OpenFds())
+	}
+	r.sendHook = nil
+	if _, err := r.d.NodePublishVolume(context.Background(), r.publishReq("w1")); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.sys.MountPoints(); len(got) != 2 {
+		t.Fatalf("mounts after the retry %v", got)
 	}
 }
