@@ -16,7 +16,7 @@
 //     (block; the pod's device path pods/<uid>/volumeDevices/kubernetes.io~csi/<pv> is a symlink to it),
 //     with the volume context the kubelet sends (pod info when podInfoOnMount, service account tokens when
 //     the CSIDriver has tokenRequests, csi.storage.k8s.io/ephemeral), read-only and fsGroup (VolumeMountGroup
-//     when the plugin has VOLUME_MOUNT_GROUP and fsGroupPolicy is File, else a recursive group change as the
+//     when the plugin has VOLUME_MOUNT_GROUP, whatever the fsGroupPolicy, else a recursive group change as the
 //     kubelet does), then sets the Pod Running;
 //   - on graceful Pod deletion (deletionTimestamp set) calls NodeUnpublishVolume, NodeUnstageVolume once no
 //     other Pod on the node uses the volume, removes it from volumesInUse, and finishes the deletion (delete

@@ -192,15 +192,17 @@ func fsGroupFor(v *volume, driver *storagev1.CSIDriver, pod *v1.Pod, mountGroupC
 	if v.block || pod.Spec.SecurityContext == nil || pod.Spec.SecurityContext.FSGroup == nil {
 		return fsGroupNone
 	}
+	// The kubelet delegates to a plugin with VOLUME_MOUNT_GROUP whatever the CSIDriver's fsGroupPolicy
+	// (pkg/volume/csi/csi_mounter.go); the S3 driver, which sets no policy, relies on it.
+	if mountGroupCap {
+		return fsGroupDelegate
+	}
 	policy := storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy
 	if driver != nil && driver.Spec.FSGroupPolicy != nil {
 		policy = *driver.Spec.FSGroupPolicy
 	}
 	switch policy {
 	case storagev1.FileFSGroupPolicy:
-		if mountGroupCap {
-			return fsGroupDelegate
-		}
 	case storagev1.ReadWriteOnceWithFSTypeFSGroupPolicy:
 		if v.fsType == "" || v.accessMode(false) != csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER {
 			return fsGroupNone

@@ -135,7 +135,9 @@ func TestFSGroupPolicy(t *testing.T) {
 		{"default policy, RWX", &volume{fsType: "ext4", modes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}}, nil, withGroup, false, fsGroupNone},
 		{"File policy, plugin applies the group", &volume{modes: rwo}, policy(storagev1.FileFSGroupPolicy), withGroup, true, fsGroupDelegate},
 		{"File policy, kubelet applies the group", &volume{modes: rwo}, policy(storagev1.FileFSGroupPolicy), withGroup, false, fsGroupChown},
-		{"None policy", &volume{fsType: "ext4", modes: rwo}, policy(storagev1.NoneFSGroupPolicy), withGroup, true, fsGroupNone},
+		{"None policy", &volume{fsType: "ext4", modes: rwo}, policy(storagev1.NoneFSGroupPolicy), withGroup, false, fsGroupNone},
+		{"None policy, plugin with VOLUME_MOUNT_GROUP", &volume{fsType: "ext4", modes: rwo}, policy(storagev1.NoneFSGroupPolicy), withGroup, true, fsGroupDelegate},
+		{"default policy, RWX, plugin with VOLUME_MOUNT_GROUP", &volume{modes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}}, nil, withGroup, true, fsGroupDelegate},
 		{"read-only volume", &volume{fsType: "ext4", modes: rwo, readOnly: true}, nil, withGroup, false, fsGroupNone},
 		{"block volume", &volume{block: true, modes: rwo}, policy(storagev1.FileFSGroupPolicy), withGroup, true, fsGroupNone},
 	}
