@@ -40,14 +40,14 @@ var allowed = map[string]kind{
 	"--uid": value, "--gid": value, "--dir-mode": value, "--file-mode": value,
 	"--allow-other": flag, "--allow-root": flag,
 	// Caching.
-	"--cache": value, "--metadata-ttl": value, "--negative-metadata-ttl": value, "--max-cache-size": value,
+	"--cache": value, "--metadata-ttl": value, "--max-cache-size": value,
 	"--cache-xz": value,
 	// Throughput.
 	"--maximum-throughput-gbps": value, "--max-threads": value, "--part-size": value,
 	"--read-part-size": value, "--write-part-size": value, "--aws-max-attempts": value,
 	// Logging and metrics.
 	"--debug": flag, "--debug-crt": flag, "--log-metrics": flag, "--no-log": flag, "--log-directory": value,
-	"--otlp-endpoint": value, "--otlp-export-interval": value,
+	"--otlp-endpoint": value,
 	// Forced by the node; accepted so that manifests written for upstream keep working.
 	"--user-agent-prefix": value,
 }
