@@ -5,6 +5,7 @@ package s3controller
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,6 +28,7 @@ func TestE2ES3Controller(t *testing.T) {
 	r.volume(t, ctx, "bucket-a", "allow-delete", "region us-east-1")
 	top := t // controllers started in a subtest must outlive it: their cleanup kills them
 	ctl := r.startController(top, "s3-controller")
+	first := ctl
 	var all []string // the UIDs of the workloads that should be attached
 
 	t.Run("sharing, read-only split, fsGroup", func(t *testing.T) {
@@ -160,6 +162,17 @@ func TestE2ES3Controller(t *testing.T) {
 			return len(s.mpPods) == 0, fmt.Errorf("%d Mountpoint Pods left", len(s.mpPods))
 		})
 	})
+
+	// Upstream's RBAC was enough: the API server refused the controllers nothing.
+	for _, p := range []*e2erig.Process{first, ctl} {
+		log, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(log), "forbidden") {
+			t.Errorf("%s was refused something under deploy/rbac/s3-controller.yaml:\n%s", p.Name, log)
+		}
+	}
 }
 
 // checkMountpointPod checks the generated Pod's upstream fields as the API server stored them (it passed the

@@ -59,6 +59,11 @@ func (r *Reconciler) removeWorkloads(ctx context.Context, a *s3api.MountpointS3P
 	if !changed && len(emptied) == 0 {
 		return nil
 	}
+	if len(emptied) > 0 {
+		if err := r.ensureCurrent(ctx, a); err != nil {
+			return err
+		}
+	}
 	for _, mp := range emptied {
 		if err := r.markNeedsUnmount(ctx, mp); err != nil {
 			return err
@@ -103,5 +108,20 @@ func (r *Reconciler) markNeedsUnmount(ctx context.Context, name string) error {
 		return fmt.Errorf("annotate Mountpoint Pod %s %s: %w", name, s3api.AnnotationNeedsUnmount, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Mountpoint Pod has no workloads left, asked to unmount", "mountpointPod", name)
+	return nil
+}
+
+// ensureCurrent fails with a conflict unless the API server still has this version of the attachment. Asking
+// a Mountpoint Pod to unmount cannot be undone, so it is decided on the current attachment only: a cached
+// one that lags behind this controller's own last write may miss a workload just added to that Pod.
+func (r *Reconciler) ensureCurrent(ctx context.Context, a *s3api.MountpointS3PodAttachment) error {
+	live := &s3api.MountpointS3PodAttachment{}
+	if err := r.reader.Get(ctx, client.ObjectKeyFromObject(a), live); err != nil {
+		return fmt.Errorf("get attachment %s: %w", a.Name, err)
+	}
+	if live.ResourceVersion != a.ResourceVersion {
+		return apierrors.NewConflict(s3api.GroupVersionResource().GroupResource(), a.Name,
+			fmt.Errorf("cached version %s is behind %s", a.ResourceVersion, live.ResourceVersion))
+	}
 	return nil
 }

@@ -2,11 +2,13 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -258,5 +260,35 @@ func TestOtherDriverAndUnscheduledIgnored(t *testing.T) {
 	e.mustReconcile(a, u)
 	if len(e.attachments()) != 0 {
 		t.Fatal("attachment for another driver's PV or an unscheduled Pod")
+	}
+}
+
+func TestWritesArePreconditioned(t *testing.T) {
+	a := workload("a", "pv")
+	e := newEnv(t, append(volumeObjs("pv", nil), a)...)
+	e.mustReconcile(a)
+	stale := e.attachments()[0]
+	fresh := stale.DeepCopy()
+	fresh.Labels["touched"] = "yes" // someone else writes in between
+	if err := e.c.Update(context.Background(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	entry := s3api.WorkloadPodAttachment{WorkloadPodUID: "uid-b", AttachmentTime: metav1.NewTime(testNow)}
+	for what, err := range map[string]error{
+		"add":    e.r.addWorkload(ctx, stale.DeepCopy(), "mp-x", entry),
+		"remove": e.r.removeWorkloads(ctx, stale.DeepCopy(), map[string]bool{"uid-a": true}),
+		"delete": e.r.deleteAttachment(ctx, stale.DeepCopy()),
+	} {
+		if !apierrors.IsConflict(errors.Unwrap(err)) && !apierrors.IsConflict(err) {
+			t.Errorf("%s with a stale attachment: %v, want a conflict", what, err)
+		}
+	}
+	if got := e.attachments(); len(got) != 1 || got[0].MountpointPodFor("uid-a") == "" || got[0].MountpointPodFor("uid-b") != "" {
+		t.Fatalf("a stale write went through: %+v", got)
+	}
+	// Unmounting cannot be undone: a stale attachment never gets a Mountpoint Pod asked to unmount.
+	if mp := e.pod(testNS, stale.MountpointPodFor("uid-a")); mp.Annotations[s3api.AnnotationNeedsUnmount] != "" {
+		t.Fatal("Mountpoint Pod asked to unmount on the word of a stale attachment")
 	}
 }
