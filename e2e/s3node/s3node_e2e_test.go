@@ -4,11 +4,13 @@ package s3node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,8 +29,8 @@ import (
 
 // TestE2ES3Node walks one volume through the node plugin's life on real parts: two workloads share one
 // Mountpoint, a file written through the first is in the bucket, unpublish and needs-unmount end the
-// Mountpoint Pod and clean up, a disallowed mount option and a missing bucket are refused with their
-// reason and leave nothing mounted, and the startup taint is removed.
+// Mountpoint Pod and clean up, a read-only publish is read-only, a disallowed mount option and a missing
+// bucket are refused with their reason and leave nothing mounted, and the startup taint is removed.
 func TestE2ES3Node(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -141,6 +143,26 @@ func TestE2ES3Node(t *testing.T) {
 		})
 	})
 
+	t.Run("a read-only publish mounts read-only", func(t *testing.T) {
+		pod3, _ := e.mpPod(ctx, "mp-e2e-3")
+		e.attachment(ctx, "pv-3", "vol-3", pod3.Name, "w5")
+		req := e.publishReq(bucket, "pv-3", "vol-3", "w5", e.mountOptions()...)
+		req.Readonly = true
+		if _, err := e.node.NodePublishVolume(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		tgt := e.target("w5", "pv-3")
+		if got, err := os.ReadFile(filepath.Join(tgt, "written.txt")); err != nil || string(got) != "by w1" {
+			t.Fatalf("read through the read-only target: %q, %v", got, err)
+		}
+		if err := os.WriteFile(filepath.Join(tgt, "ro.txt"), []byte("x"), 0o644); !errors.Is(err, syscall.EROFS) {
+			t.Fatalf("write through the read-only target: %v, want EROFS", err)
+		}
+		if _, err := e.node.NodeUnpublishVolume(ctx, &csi.NodeUnpublishVolumeRequest{VolumeId: "vol-3", TargetPath: tgt}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("a missing bucket reports Mountpoint's error and leaves nothing mounted", func(t *testing.T) {
 		pod2, mp2 := e.mpPod(ctx, "mp-e2e-2")
 		e.attachment(ctx, "pv-2", "vol-2", pod2.Name, "w4")
@@ -153,8 +175,10 @@ func TestE2ES3Node(t *testing.T) {
 			t.Fatalf("error %q does not carry mount.err %q", err, errFile)
 		}
 		t.Logf("NodePublishVolume: %v", err)
-		if left := mounts(e.kubelet); len(left) != 0 {
-			t.Fatalf("left mounted: %v", left)
+		for _, path := range []string{e.source(pod2.Name), e.target("w4", "pv-2")} {
+			if left := mounts(path); len(left) != 0 {
+				t.Fatalf("left mounted: %v", left)
+			}
 		}
 		if mp2.received.Load() < 1 {
 			t.Fatal("the Mountpoint Pod never received the mount")
