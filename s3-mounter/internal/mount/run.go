@@ -132,6 +132,10 @@ func mountFilesystem(ctx context.Context, cfg *options.Config, client *s3client.
 		if err := checkFUSEFd(cfg.MountPoint); err != nil {
 			return nil, err
 		}
+		// go-fuse tries a direct mount(2) of the path before it looks for /dev/fd/N; run by root, that
+		// mount resolves /dev/fd/N to /dev/fuse and covers the machine's /dev/fuse. The fd is mounted
+		// already: nothing is to be mounted here.
+		opts.DirectMount, opts.DirectMountStrict = false, false
 	}
 	srv, err := fs.Mount(cfg.MountPoint, root, opts)
 	if err != nil {
@@ -206,10 +210,8 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 	}
 }
 
-// checkFUSEFd makes sure /dev/fd/N is an open /dev/fuse. Otherwise go-fuse would take the path for a
-// directory and mount there: with fd N closed, the /dev/fuse it opens for that mount gets the lowest free
-// number, possibly N itself, and /dev/fd/N then resolves to /dev/fuse, so the mount would cover the
-// machine's /dev/fuse and break every FUSE mount after it.
+// checkFUSEFd makes sure /dev/fd/N is an open /dev/fuse, so a wrong hand-over fails with a clear message
+// rather than as a FUSE protocol error on whatever file fd N is.
 func checkFUSEFd(mountPoint string) error {
 	n, err := strconv.Atoi(strings.TrimPrefix(mountPoint, "/dev/fd/"))
 	if err != nil {
