@@ -55,6 +55,16 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// StartIn builds (if needed) and starts versitygw with its data and log under dir, for callers that are not
+// tests (the demo); Stop ends it.
+func StartIn(ctx context.Context, dir string) (*Server, error) {
+	bin, err := Binary(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return start(bin, dir)
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
