@@ -20,6 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/stowage-csi/stowage/s3-controller/internal/config"
+	"github.com/stowage-csi/stowage/s3-controller/internal/csicontroller"
 	"github.com/stowage-csi/stowage/s3-controller/internal/reconciler"
 	"github.com/stowage-csi/stowage/shared/s3api"
 	"github.com/stowage-csi/stowage/shared/version"
@@ -86,6 +87,11 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	if err := mgr.Add(&reconciler.StaleCleaner{R: r, Interval: cfg.StaleInterval}); err != nil {
 		return err
 	}
+	if cfg.CSIEndpoint != "" {
+		if err := addCSIController(ctx, mgr, cfg); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -103,6 +109,19 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// addCSIController serves the CSI controller service for dynamic provisioning beside the reconciler.
+func addCSIController(ctx context.Context, mgr manager.Manager, cfg *config.Config) error {
+	client, err := csicontroller.NewS3Client(ctx, csicontroller.S3Config{
+		EndpointURL: cfg.S3EndpointURL, Region: cfg.S3Region, ForcePathStyle: cfg.S3ForcePathStyle,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Add(csicontroller.New(csicontroller.Options{
+		Endpoint: cfg.CSIEndpoint, Version: version.Version, S3: client, S3Endpoint: cfg.S3EndpointURL,
+	}))
 }
 
 // restConfig reads --kubeconfig, else controller-runtime's usual places ($KUBECONFIG, in-cluster,

@@ -45,6 +45,15 @@ type Config struct {
 	// before the cleaner drops it (upstream uses 2 minutes for both).
 	StaleInterval time.Duration
 
+	// CSIEndpoint, when set, is where the CSI controller service for dynamic provisioning listens (for a
+	// csi-provisioner beside the controller); empty keeps upstream's controller without it.
+	CSIEndpoint string
+	// S3EndpointURL, S3Region and S3ForcePathStyle are how that service reaches S3 (credentials come from
+	// the SDK's chain: AWS_ACCESS_KEY_ID..., IRSA, Pod Identity).
+	S3EndpointURL    string
+	S3Region         string
+	S3ForcePathStyle bool
+
 	// Raw JSON label/annotation flags, parsed by Parse.
 	podLabelsJSON, podAnnotationsJSON, headroomLabelsJSON string
 	pullPolicy                                            *string
@@ -108,6 +117,10 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Config {
 	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", 0, "Client QPS; 0 means no client-side limit (the API server's priority and fairness sets the pace).")
 	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", 0, "Client burst; used with --kube-api-qps.")
 	fs.DurationVar(&c.StaleInterval, "stale-attachment-interval", DefaultStaleInterval, "Period of the stale attachment cleaner and the age an attachment needs before it is dropped.")
+	fs.StringVar(&c.CSIEndpoint, "csi-endpoint", "", "CSI socket (unix:///csi/csi.sock) of the controller service for dynamic provisioning, served for a csi-provisioner; empty turns it off.")
+	fs.StringVar(&c.S3EndpointURL, "s3-endpoint-url", env("AWS_ENDPOINT_URL_S3", getenv("AWS_ENDPOINT_URL")), "URL of an S3-compatible server for dynamic provisioning; empty means AWS.")
+	fs.StringVar(&c.S3Region, "s3-region", "", "Region for dynamic provisioning's S3 calls; empty means AWS_REGION, else us-east-1.")
+	fs.BoolVar(&c.S3ForcePathStyle, "s3-force-path-style", false, "Address buckets as <endpoint>/<bucket> (most S3-compatible servers need it).")
 	c.pullPolicy = pull
 	return c
 }
