@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/stowage-csi/stowage/e2e/kubeletsim"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3stack"
 	"github.com/stowage-csi/stowage/shared/s3api"
@@ -100,9 +99,11 @@ func events(ctx context.Context, s *s3stack.Stack, pod string) string {
 // TestE2ES3DriverSharing runs workloads on one node against one bucket through the whole driver: the same
 // volume with the same settings shares one Mountpoint Pod, a read-only workload and another fsGroup each get
 // their own; what one workload writes another reads; and deleting the workloads ends every Mountpoint Pod
-// (exit 0, Succeeded, then deleted), removes the attachments and leaves nothing mounted.
+// (exit 0, Succeeded, then deleted, as a watch from the start saw them), s3-node removes the credential
+// files from each Pod's comm dir before the Pod ends, and no attachment or mount is left.
 func TestE2ES3DriverSharing(t *testing.T) {
 	ctx, s := startStack(t)
+	mps := watchMountpointPods(t, s)
 	if err := s.CreateVolume(ctx, s3stack.Volume{Name: "shared", Bucket: "bucket-shared", MountOptions: []string{"allow-delete", "allow-other"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -142,17 +143,16 @@ func TestE2ES3DriverSharing(t *testing.T) {
 		t.Error("a write through the read-only workload's mount succeeded")
 	}
 
-	for _, p := range []*v1.Pod{a, b, ro, grp} {
-		if err := s.DeleteWorkload(ctx, p.Name); err != nil {
-			t.Fatal(err)
-		}
+	var held []*heldComm
+	for _, mp := range []string{mpA, mpRO, mpGrp} {
+		held = append(held, holdComm(t, s, mountpointPod(t, ctx, s, mp)))
 	}
-	rig.Eventually(t, ctx, 3*time.Minute, "every Mountpoint Pod and attachment gone", func(ctx context.Context) (bool, error) {
-		pods, err := s.MountpointPods(ctx)
-		return err == nil && len(pods) == 0 && len(attachments(t, ctx, s)) == 0, err
-	})
-	left, err := kubeletsim.MountsUnder(s.Dir)
-	if err != nil || len(left) > 0 {
-		t.Fatalf("mounts left after every workload is gone: %v %v", left, err)
+	deleteWorkloads(t, ctx, s, a.Name, b.Name, ro.Name, grp.Name)
+	checkNothingLeft(t, ctx, s)
+	mps.checkEndedWithExit0(t)
+	for _, h := range held {
+		if left := h.credentials(t); len(left) > 0 {
+			t.Errorf("Mountpoint Pod %s ended with credential files %v in its comm dir: s3-node did not remove them", h.pod, left)
+		}
 	}
 }

@@ -155,10 +155,16 @@ func (u *Unmounter) Teardown(ctx context.Context, pod *corev1.Pod) error {
 			return fmt.Errorf("create %s: %w", mountproto.ExitName, err)
 		}
 	}
-	if err := u.unmountSource(ctx, pod.Name); err != nil {
+	// The credentials go once no workload uses the source and before the source is unmounted: that unmount
+	// ends Mountpoint, and with it the Pod, whose comm tmpfs the kubelet then tears down; removed after it,
+	// they would be removed by the kubelet or not at all (a kubelet slow to tear down the Pod keeps them).
+	if err := u.waitUnbound(ctx, m.Paths().Source(pod.Name)); err != nil {
 		return err
 	}
 	if err := credentials.Remove(comm); err != nil {
+		return err
+	}
+	if err := u.unmountSource(ctx, pod.Name); err != nil {
 		return err
 	}
 	klog.FromContext(ctx).Info("Mountpoint Pod's source unmounted", "mountpointPod", klog.KObj(pod))
@@ -178,6 +184,25 @@ func (u *Unmounter) removeDangling(ctx context.Context, name string) error {
 func (u *Unmounter) unmountSource(ctx context.Context, name string) error {
 	m := u.cfg.Mounter
 	source := m.Paths().Source(name)
+	if err := u.waitUnbound(ctx, source); err != nil {
+		return err
+	}
+	if mounted, err := mounter.IsMountPoint(m.Sys(), source); err != nil {
+		return err
+	} else if mounted {
+		if err := m.Unmount(source); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(source); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove source directory: %w", err)
+	}
+	return nil
+}
+
+// waitUnbound waits (BindWait at most) until no workload's bind of the source is left.
+func (u *Unmounter) waitUnbound(ctx context.Context, source string) error {
+	m := u.cfg.Mounter
 	deadline := time.Now().Add(u.cfg.BindWait)
 	for {
 		binds, err := mounter.BindMounts(m.Sys(), source)
@@ -195,16 +220,6 @@ func (u *Unmounter) unmountSource(ctx context.Context, name string) error {
 			return context.Cause(ctx)
 		case <-time.After(u.cfg.BindPoll):
 		}
-	}
-	if mounted, err := mounter.IsMountPoint(m.Sys(), source); err != nil {
-		return err
-	} else if mounted {
-		if err := m.Unmount(source); err != nil {
-			return err
-		}
-	}
-	if err := os.Remove(source); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove source directory: %w", err)
 	}
 	return nil
 }
