@@ -166,6 +166,9 @@ func (d *Driver) validatePublish(req *csi.NodePublishVolumeRequest) (*publish, e
 	if p.args, err = mountoptions.Parse(vcap.GetMount().GetMountFlags()); err != nil {
 		return nil, err
 	}
+	if err := p.vc.applyPrefix(p.args); err != nil {
+		return nil, err
+	}
 	podUID, pvName, err := mounter.ParseTarget(p.target)
 	if err != nil {
 		return nil, err

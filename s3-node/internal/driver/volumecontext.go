@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
+	"github.com/stowage-csi/stowage/s3-node/internal/mountoptions"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -17,6 +19,7 @@ const (
 	attrCacheSizeLimit   = "cacheEmptyDirSizeLimit"
 	attrCacheMedium      = "cacheEmptyDirMedium"
 	attrMountpointEnv    = "mountpointEnv."
+	attrPrefix           = "prefix"
 	ctxPodUID            = "csi.storage.k8s.io/pod.uid"
 	ctxPodNamespace      = "csi.storage.k8s.io/pod.namespace"
 	ctxServiceAccount    = "csi.storage.k8s.io/serviceAccount.name"
@@ -30,6 +33,7 @@ var allowedEnv = map[string]bool{"HTTPS_PROXY": true, "NO_PROXY": true}
 // volumeContext is the validated volume context.
 type volumeContext struct {
 	bucket, authSource, stsRegion                string
+	prefix                                       string
 	cacheAttr, cacheSize, cacheMedium            string
 	podUID, podNamespace, serviceAccount, tokens string
 	userEnv                                      map[string]string
@@ -40,7 +44,7 @@ func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
 		bucket: vc[attrBucketName], authSource: vc[attrAuthSource], stsRegion: vc[attrSTSRegion],
 		cacheAttr: vc[attrCache], cacheSize: vc[attrCacheSizeLimit], cacheMedium: vc[attrCacheMedium],
 		podUID: vc[ctxPodUID], podNamespace: vc[ctxPodNamespace], serviceAccount: vc[ctxServiceAccount],
-		tokens: vc[ctxServiceAccountTok], userEnv: map[string]string{},
+		tokens: vc[ctxServiceAccountTok], userEnv: map[string]string{}, prefix: vc[attrPrefix],
 	}
 	// Kubernetes 1.35 (KEP-5538) may pass the tokens as secrets instead, which keeps them out of logs.
 	if t := secrets[ctxServiceAccountTok]; t != "" {
@@ -48,6 +52,9 @@ func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
 	}
 	if v.bucket == "" {
 		return v, fmt.Errorf("volume attribute %s is required", attrBucketName)
+	}
+	if err := checkPrefix(attrPrefix, "volume attribute", v.prefix); err != nil {
+		return v, err
 	}
 	switch v.authSource {
 	case "":
@@ -83,6 +90,40 @@ func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
 		return v, fmt.Errorf("volume attributes %s are not allowed: only %sHTTPS_PROXY and %sNO_PROXY", strings.Join(refused, ", "), attrMountpointEnv, attrMountpointEnv)
 	}
 	return v, nil
+}
+
+// checkPrefix accepts "" or a key prefix that ends with '/' (Mountpoint's rule) and does not start with
+// one; what names it ("volume attribute", "mount option") goes into the error.
+func checkPrefix(name, what, p string) error {
+	if p == "" {
+		return nil
+	}
+	if !strings.HasSuffix(p, "/") || strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%s %s=%q must end with '/' and not start with '/'", what, name, p)
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%s %s=%q holds a control character", what, name, p)
+		}
+	}
+	return nil
+}
+
+// applyPrefix makes Mountpoint serve only the volume's prefix (the attribute s3-controller's dynamic
+// provisioning sets). A prefix mount option the user also gives is taken as relative to the volume's
+// prefix, so it narrows the view inside the volume and can never reach another volume's keys.
+func (v volumeContext) applyPrefix(args mountoptions.Args) error {
+	if v.prefix == "" {
+		return nil
+	}
+	user, ok := args["--prefix"]
+	if ok {
+		if err := checkPrefix("prefix", "mount option", user); err != nil {
+			return fmt.Errorf("%w: with volume attribute %s=%q it is a prefix inside the volume's", err, attrPrefix, v.prefix)
+		}
+	}
+	args["--prefix"] = v.prefix + user
+	return nil
 }
 
 // mergeEnv layers environments, later ones winning, into sorted "K=V" (upstream's order: credentials over
