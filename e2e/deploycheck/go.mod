@@ -1,0 +1,3 @@
+module github.com/stowage-csi/stowage/e2e/deploycheck
+
+go 1.26.0
