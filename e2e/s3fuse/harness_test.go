@@ -4,7 +4,6 @@ package s3fuse
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,36 +50,18 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // fuseClient is a FUSE client running in the foreground with its output collected. The kernel kills it
 // if the test binary dies (Pdeathsig).
 type fuseClient struct {
 	cmd    *exec.Cmd
 	done   chan struct{}
-	output *lockedBuffer
+	output *rig.LockedBuffer
 }
 
 // startClient starts cmd, adding Pdeathsig to whatever SysProcAttr it already has.
 func startClient(t testing.TB, cmd *exec.Cmd) *fuseClient {
 	t.Helper()
-	c := &fuseClient{cmd: cmd, done: make(chan struct{}), output: &lockedBuffer{}}
+	c := &fuseClient{cmd: cmd, done: make(chan struct{}), output: &rig.LockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = c.output, c.output
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,72 +25,16 @@ const podUID = 1000
 // binaries built once by TestMain.
 type binaries struct {
 	mounter string // s3-mounter
-	binDir  string // holds s3-fuse as mount-s3
+	mountS3 string // s3-fuse as mount-s3
 }
 
 // bins is set by TestMain before any test runs and only read afterwards.
 var bins binaries
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "s3-mounter-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	// uid 1000 must be able to run both.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	root, err := rig.RepoRoot(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx := context.Background()
-	if bins.mounter, err = rig.BuildCommand(ctx, root, "s3-mounter", "s3-mounter", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	bins.binDir = filepath.Join(dir, "mountpoint-s3-bin")
-	if err := os.Mkdir(bins.binDir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fuse, err := rig.BuildCommand(ctx, root, "s3-mounter", "s3-fuse", bins.binDir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	// The image's layout: Stowage's filesystem under Mountpoint's name.
-	if err := os.Rename(fuse, filepath.Join(bins.binDir, "mount-s3")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	// The image's layout: Stowage's filesystem under Mountpoint's name, in a folder of its own.
+	os.Exit(rig.RunWithCommands(m, []rig.Command{{Module: "s3-mounter", Name: "s3-mounter"}, {Module: "s3-mounter", Name: "s3-fuse", As: "mount-s3"}},
+		&bins.mounter, &bins.mountS3))
 }
 
 // pod is one Mountpoint Pod: its comm directory, the FUSE mount the "node" made, and the mounter.
@@ -100,7 +43,7 @@ type pod struct {
 	source string // where the node mounted /dev/fuse
 	cmd    *exec.Cmd
 	done   chan struct{}
-	output *lockedBuffer
+	output *rig.LockedBuffer
 }
 
 // startPod makes a comm directory owned by the Pod's user, starts s3-mounter in it as that user, and
@@ -111,7 +54,7 @@ func startPod(t *testing.T) (*pod, *os.File) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test mounts FUSE itself and starts processes as another user: run it as root")
 	}
-	p := &pod{comm: t.TempDir(), source: t.TempDir(), done: make(chan struct{}), output: &lockedBuffer{}}
+	p := &pod{comm: t.TempDir(), source: t.TempDir(), done: make(chan struct{}), output: &rig.LockedBuffer{}}
 	// t.TempDir's parent is 0700; the Pod's user must reach the comm directory.
 	if err := os.Chmod(filepath.Dir(p.comm), 0o755); err != nil {
 		t.Fatal(err)
@@ -121,7 +64,7 @@ func startPod(t *testing.T) (*pod, *os.File) {
 	}
 	fuseDev := mountFuse(t, p.source)
 
-	p.cmd = exec.Command(bins.mounter, "--comm-dir", p.comm, "--mountpoint-bin-dir", bins.binDir,
+	p.cmd = exec.Command(bins.mounter, "--comm-dir", p.comm, "--mountpoint-bin-dir", filepath.Dir(bins.mountS3),
 		"--mount-sock-recv-timeout", "60s", "-v=2")
 	// The mounter's own environment; the test checks that none of it reaches Mountpoint.
 	p.cmd.Env = []string{"PATH=/usr/bin:/bin", "MOUNTER_ONLY=1"}

@@ -3,8 +3,6 @@
 package s3node
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -15,34 +13,7 @@ import (
 var s3NodeBin, s3FuseBin string
 
 func TestMain(m *testing.M) {
-	os.Exit(runMain(m))
-}
-
-func runMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "s3-node-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
 	// The Mountpoint Pod's stand-in runs s3-fuse as uid 1000, as the real Pod does.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	root, err := rig.RepoRoot(".")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	ctx := context.Background()
-	if s3NodeBin, err = rig.BuildCommand(ctx, root, "s3-node", "s3-node", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if s3FuseBin, err = rig.BuildCommand(ctx, root, "s3-mounter", "s3-fuse", dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	os.Exit(rig.RunWithCommands(m, []rig.Command{{Module: "s3-node", Name: "s3-node"}, {Module: "s3-mounter", Name: "s3-fuse"}},
+		&s3NodeBin, &s3FuseBin))
 }
