@@ -41,6 +41,8 @@ type Config struct {
 	Burst int64
 	// Clock defaults to the real one; tests pass a fake.
 	Clock clock.Clock
+	// Listen is the proxy's address (default 127.0.0.1:0, a free loopback port).
+	Listen string
 }
 
 // Default is the model the benchmarks use.
@@ -56,7 +58,7 @@ type Proxy struct {
 	served    chan struct{}
 }
 
-// Start serves a proxy to target (http://host:port) on a free loopback port.
+// Start serves a proxy to target (http://host:port) on cfg.Listen.
 func Start(target string, cfg Config) (*Proxy, error) {
 	u, err := url.Parse(target)
 	if err != nil {
@@ -68,7 +70,10 @@ func Start(target string, cfg Config) (*Proxy, error) {
 	if cfg.Burst <= 0 {
 		cfg.Burst = 1 << 20
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
 	}

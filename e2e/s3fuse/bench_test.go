@@ -243,7 +243,7 @@ func rawSDK(t *testing.T, client *s3.Client, srvPid int, bucket string, data, ds
 	settle()
 	cpu0 := cpuOf(t, os.Getpid(), srvPid)
 	start := time.Now()
-	n, err := sdkDownload(ctx, client, bucket, "seq.bin", dst, 16<<20)
+	n, err := sdkDownload(ctx, client, bucket, "seq.bin", dst, 16<<20, 4)
 	el := time.Since(start)
 	m.readCPU = msPerMiB(cpuOf(t, os.Getpid(), srvPid)-cpu0, n)
 	if err != nil || n != benchSize || !bytes.Equal(dst, data) {

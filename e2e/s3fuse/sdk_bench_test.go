@@ -25,11 +25,11 @@ func sdkUpload(ctx context.Context, client *s3.Client, bucket, key string, data 
 	return err
 }
 
-// sdkDownload reads key into dst with manager.Download: ranged GETs of partSize, 4 at a time. It
-// returns the number of bytes read.
-func sdkDownload(ctx context.Context, client *s3.Client, bucket, key string, dst []byte, partSize int64) (int64, error) {
+// sdkDownload reads key into dst with manager.Download: ranged GETs of partSize, concurrency at a time.
+// It returns the number of bytes read.
+func sdkDownload(ctx context.Context, client *s3.Client, bucket, key string, dst []byte, partSize int64, concurrency int) (int64, error) {
 	//lint:ignore SA1019 the limit uses the SDK s3-fuse is built with; transfermanager needs a newer one (see above)
-	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = partSize; d.Concurrency = 4 })
+	down := manager.NewDownloader(client, func(d *manager.Downloader) { d.PartSize = partSize; d.Concurrency = concurrency })
 	//lint:ignore SA1019 the limit uses the SDK s3-fuse is built with; transfermanager needs a newer one (see above)
 	return down.Download(ctx, manager.NewWriteAtBuffer(dst), &s3.GetObjectInput{Bucket: &bucket, Key: &key})
 }
