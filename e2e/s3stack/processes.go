@@ -26,16 +26,39 @@ func baseEnv() []string {
 	return []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir()}
 }
 
-// ControllerName and NodeProcess name the processes for Process and Restart.
-const ControllerName = "s3-controller"
+// ControllerName, ProvisionerName and NodeProcess name the processes for Process and Restart.
+const (
+	ControllerName  = "s3-controller"
+	ProvisionerName = "csi-provisioner"
+)
 
 // NodeProcess is the name of a node's s3-node process.
 func NodeProcess(node string) string { return "s3-node-" + node }
 
+// buildBinaries builds the driver's binaries into dir, and csi-provisioner with provisioner.
+func buildBinaries(ctx context.Context, root, dir string, provisioner bool) (map[string]string, error) {
+	out := map[string]string{}
+	bins := []struct{ module, name string }{
+		{"s3-controller", "s3-controller"}, {"s3-node", "s3-node"}, {"s3-mounter", "s3-mounter"}, {"s3-mounter", "s3-fuse"},
+	}
+	if provisioner {
+		bins = append(bins, struct{ module, name string }{"provisioner", "csi-provisioner"})
+	}
+	for _, b := range bins {
+		bin, err := rig.BuildCommand(ctx, root, b.module, b.name, dir)
+		if err != nil {
+			return nil, fmt.Errorf("build the S3 driver's binaries: %w", err)
+		}
+		out[b.name] = bin
+	}
+	return out, nil
+}
+
 // startController runs s3-controller under its ServiceAccount, with upstream's env settings (the image and
 // Mountpoint version come from the chart as env), leader election in the driver's namespace, and the
-// metrics and health servers on free ports.
-func (s *Stack) startController() error {
+// metrics and health servers off. With ControllerSocket it also serves the CSI controller service there,
+// with credentials for the S3 server (as a Deployment would get them from a Secret), and waits for Probe.
+func (s *Stack) startController(ctx context.Context) error {
 	args := []string{
 		"--kubeconfig=" + s.Kubeconfigs[ControllerAccount],
 		"--leader-election-namespace=" + Namespace,
@@ -48,7 +71,27 @@ func (s *Stack) startController() error {
 		"MOUNTPOINT_VERSION="+MountpointVersion,
 		"MOUNTPOINT_IMAGE_PULL_POLICY=IfNotPresent",
 	)
-	_, err := s.start(ControllerName, s.Bins["s3-controller"], args, env)
+	if s.ControllerSocket != "" {
+		args = append(args, "--csi-endpoint=unix://"+s.ControllerSocket, "--s3-endpoint-url="+s.S3.Endpoint, "--s3-force-path-style")
+		env = append(env, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID="+s.S3.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.S3.SecretKey,
+			"AWS_EC2_METADATA_DISABLED=true")
+	}
+	p, err := s.start(ControllerName, s.Bins["s3-controller"], args, env)
+	if err != nil || s.ControllerSocket == "" {
+		return err
+	}
+	return waitProbe(ctx, s.ControllerSocket, p)
+}
+
+// startProvisioner runs Stowage's csi-provisioner on the controller's socket under its own ServiceAccount,
+// with --extra-create-metadata (so prefix templates may name the claim) and short retries for tests.
+func (s *Stack) startProvisioner() error {
+	args := []string{
+		"--kubeconfig=" + s.Kubeconfigs[ProvisionerAccount], "--csi-address=unix://" + s.ControllerSocket,
+		"--leader-election", "--leader-election-namespace=" + Namespace, "--extra-create-metadata",
+		"--timeout=60s", "--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=4",
+	}
+	_, err := s.start(ProvisionerName, s.Bins["csi-provisioner"], args, baseEnv())
 	return err
 }
 

@@ -32,6 +32,8 @@ const (
 	// deploy/rbac/s3-node.yaml.
 	ControllerAccount = "s3-csi-driver-controller-sa"
 	NodeAccount       = "s3-csi-driver-sa"
+	// ProvisionerAccount is the ServiceAccount of deploy/rbac/csi-provisioner.yaml (Options.Provisioner).
+	ProvisionerAccount = "csi-provisioner"
 
 	stopGrace = 10 * time.Second
 )
@@ -45,6 +47,10 @@ type Options struct {
 	Nodes []string
 	// Progress, if set, gets one line per start-up stage.
 	Progress func(format string, args ...any)
+	// Provisioner serves s3-controller's CSI controller service (dynamic provisioning) on ControllerSocket,
+	// pointed at the S3 server with its own credentials, and runs Stowage's csi-provisioner beside it under
+	// deploy/rbac/csi-provisioner.yaml. Off, the controller runs as upstream's, without a CSI socket.
+	Provisioner bool
 }
 
 // Node is one simulated node: its s3-node process and its kubelet simulator.
@@ -70,6 +76,8 @@ type Stack struct {
 	Kubeconfigs map[string]string
 	// Bins are the built binaries by name.
 	Bins map[string]string
+	// ControllerSocket is s3-controller's CSI socket with Options.Provisioner, else "".
+	ControllerSocket string
 
 	removeDir bool
 	mu        sync.Mutex
@@ -112,8 +120,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, err
 		}
 	}
-	progress("Building s3-controller, s3-node, s3-mounter and s3-fuse")
-	if s.Bins, err = buildBinaries(ctx, root, filepath.Join(s.Dir, "bin")); err != nil {
+	building := "s3-controller, s3-node, s3-mounter and s3-fuse"
+	if opts.Provisioner {
+		building = "s3-controller, s3-node, s3-mounter, s3-fuse and csi-provisioner"
+	}
+	progress("Building %s", building)
+	if s.Bins, err = buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"), opts.Provisioner); err != nil {
 		return nil, err
 	}
 	progress("Starting etcd, kube-apiserver, kube-controller-manager and kube-scheduler")
@@ -129,7 +141,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	progress("Installing the driver's CRD, CSIDriver, namespace, priority class and RBAC from deploy/")
-	if err := s.install(ctx, root); err != nil {
+	if err := s.install(ctx, root, opts.Provisioner); err != nil {
 		return nil, err
 	}
 	progress("Starting the S3 server (versitygw)")
@@ -137,8 +149,17 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	progress("Starting s3-controller")
-	if err := s.startController(); err != nil {
+	if opts.Provisioner {
+		s.ControllerSocket = filepath.Join(s.Dir, "sock", "controller.sock")
+	}
+	if err := s.startController(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Provisioner {
+		progress("Starting csi-provisioner on s3-controller's CSI socket")
+		if err := s.startProvisioner(); err != nil {
+			return nil, err
+		}
 	}
 	for _, name := range opts.Nodes {
 		progress("Starting s3-node and kubeletsim for %s", name)
@@ -152,24 +173,10 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 
 func (s *Stack) logDir() string { return filepath.Join(s.Dir, "logs") }
 
-// buildBinaries builds the driver's binaries into dir.
-func buildBinaries(ctx context.Context, root, dir string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, b := range []struct{ module, name string }{
-		{"s3-controller", "s3-controller"}, {"s3-node", "s3-node"}, {"s3-mounter", "s3-mounter"}, {"s3-mounter", "s3-fuse"},
-	} {
-		bin, err := rig.BuildCommand(ctx, root, b.module, b.name, dir)
-		if err != nil {
-			return nil, fmt.Errorf("build the S3 driver's binaries: %w", err)
-		}
-		out[b.name] = bin
-	}
-	return out, nil
-}
-
 // install applies what a user installs before the driver's workloads: the CRD, the Mountpoint namespace and
-// priority class, the CSIDriver and the RBAC of both binaries; then it makes a kubeconfig per ServiceAccount.
-func (s *Stack) install(ctx context.Context, root string) error {
+// priority class, the CSIDriver and the RBAC of both binaries (and of csi-provisioner with provisioner); then
+// it makes a kubeconfig per ServiceAccount.
+func (s *Stack) install(ctx context.Context, root string, provisioner bool) error {
 	deploy := filepath.Join(root, "deploy")
 	// The namespace and priority class come before the RBAC, which has a Role in that namespace. The optional
 	// headroom objects (deploy/s3/headroom.yaml) are left out: the driver must work without them.
@@ -180,11 +187,16 @@ func (s *Stack) install(ctx context.Context, root string) error {
 		filepath.Join(deploy, "rbac", "s3-controller.yaml"),
 		filepath.Join(deploy, "rbac", "s3-node.yaml"),
 	}
+	accounts := []string{ControllerAccount, NodeAccount}
+	if provisioner {
+		files = append(files, filepath.Join(deploy, "rbac", "csi-provisioner.yaml"))
+		accounts = append(accounts, ProvisionerAccount)
+	}
 	if err := s.Cluster.Apply(ctx, files...); err != nil {
 		return err
 	}
 	s.Kubeconfigs = map[string]string{}
-	for _, sa := range []string{ControllerAccount, NodeAccount} {
+	for _, sa := range accounts {
 		kc, err := s.Cluster.ServiceAccountKubeconfig(ctx, Namespace, sa)
 		if err != nil {
 			return err

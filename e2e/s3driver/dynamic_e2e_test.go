@@ -1,0 +1,213 @@
+//go:build e2e
+
+package s3driver
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3stack"
+	"github.com/stowage-csi/stowage/shared/s3api"
+)
+
+const dynamicBucket = "dynamic"
+
+// TestE2ES3DynamicProvisioning runs s3-controller's CSI controller service with Stowage's csi-provisioner
+// on the real rig: a claim of a class naming a bucket gets a PV whose volume is its own prefix
+// "<prefix>/<pv>/"; two Pods on one node share its data, which lands under that prefix; a second claim gets
+// another prefix and does not see the first one's files; deleting the claims keeps the objects when the
+// class says nothing and removes exactly the volume's prefix when it sets deleteObjectsOnDelete; a class
+// naming a missing bucket leaves its claim Pending with an Event naming the bucket.
+func TestE2ES3DynamicProvisioning(t *testing.T) {
+	ctx, s := startDynamicStack(t)
+	if err := s.S3.CreateBucket(ctx, dynamicBucket); err != nil {
+		t.Fatal(err)
+	}
+	dynCreateClass(t, ctx, s, "s3-keep", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}"})
+	dynCreateClass(t, ctx, s, "s3-delete", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}", "deleteObjectsOnDelete": "true"})
+	dynCreateClass(t, ctx, s, "s3-missing", map[string]string{"bucketName": "no-such-bucket"})
+	// The missing bucket's claim goes first: its Event is checked at the end, after the provisioner has had
+	// all the other steps' time to try.
+	dynCreateClaim(t, ctx, s, "missing", "s3-missing")
+	dynCreateClaim(t, ctx, s, "one", "s3-delete")
+	dynCreateClaim(t, ctx, s, "two", "s3-keep")
+	pvOne, pvTwo := dynBoundPV(t, ctx, s, "one"), dynBoundPV(t, ctx, s, "two")
+	prefixOne, prefixTwo := "team/default/"+pvOne.Name+"/", "team/default/"+pvTwo.Name+"/"
+	for pv, prefix := range map[*v1.PersistentVolume]string{pvOne: prefixOne, pvTwo: prefixTwo} {
+		if got := pv.Spec.CSI.VolumeAttributes["prefix"]; got != prefix || pv.Spec.CSI.VolumeAttributes["bucketName"] != dynamicBucket {
+			t.Errorf("PV %s attributes %v, want bucket %s prefix %s", pv.Name, pv.Spec.CSI.VolumeAttributes, dynamicBucket, prefix)
+		}
+	}
+	t.Logf("PVs %s (%s) and %s (%s)", pvOne.Name, pvOne.Spec.CSI.VolumeHandle, pvTwo.Name, pvTwo.Spec.CSI.VolumeHandle)
+
+	// Objects that must outlive both volumes: beside the prefixes, and one whose key starts like volume
+	// one's prefix without its '/'.
+	outside := []string{"team/default/outside.txt", "team/default/" + pvOne.Name + "x/lookalike.txt", "root.txt"}
+	for _, k := range outside {
+		if err := s.S3.PutObject(ctx, dynamicBucket, k, []byte("outside")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	node := s.NodeOrder[0]
+	a := run(t, ctx, s, s3stack.Workload{Name: "dyn-a", Node: node, Claim: "one"})
+	b := run(t, ctx, s, s3stack.Workload{Name: "dyn-b", Node: node, Claim: "one"})
+	c := run(t, ctx, s, s3stack.Workload{Name: "dyn-c", Node: node, Claim: "two"})
+	data := []byte("written into a dynamically provisioned volume\n")
+	if err := os.WriteFile(filepath.Join(dynPublishPath(s, a, pvOne), "file"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.S3.GetObject(ctx, dynamicBucket, prefixOne+"file"); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("object %s after the write: %q, %v", prefixOne+"file", got, err)
+	}
+	rig.Eventually(t, ctx, 30*time.Second, "the file through the second Pod's mount", func(context.Context) (bool, error) {
+		got, err := os.ReadFile(filepath.Join(dynPublishPath(s, b, pvOne), "file"))
+		return bytes.Equal(got, data), err
+	})
+	if err := os.WriteFile(filepath.Join(dynPublishPath(s, c, pvTwo), "other"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dynPublishPath(s, c, pvTwo))
+	if err != nil || len(entries) != 1 || entries[0].Name() != "other" {
+		t.Fatalf("volume two shows %v (%v), want only its own file", entries, err)
+	}
+	for _, p := range []*v1.Pod{a, b, c} {
+		if err := s.DeleteWorkload(ctx, p.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The keep class: the PV goes, the objects stay.
+	dynDeleteClaim(t, ctx, s, "two", pvTwo.Name)
+	if keys := dynListKeys(t, ctx, s, prefixTwo); !slices.Equal(keys, []string{prefixTwo + "other"}) {
+		t.Errorf("after deleting claim two (objects kept): %v under %s", keys, prefixTwo)
+	}
+	// The delete class: exactly volume one's prefix goes.
+	dynDeleteClaim(t, ctx, s, "one", pvOne.Name)
+	want := append([]string{prefixTwo + "other"}, outside...)
+	slices.Sort(want)
+	if keys := dynListKeys(t, ctx, s, ""); !slices.Equal(keys, want) {
+		t.Errorf("bucket after deleting claim one (objects deleted): %v, want %v", keys, want)
+	}
+
+	rig.Eventually(t, ctx, s3stack.StepTimeout, "a ProvisioningFailed Event naming the missing bucket", func(ctx context.Context) (bool, error) {
+		msgs := events(ctx, s, "missing")
+		return strings.Contains(msgs, "ProvisioningFailed") && strings.Contains(msgs, `bucketName="no-such-bucket"`), nil
+	})
+	if pvc, err := s.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, "missing", metav1.GetOptions{}); err != nil || pvc.Status.Phase != v1.ClaimPending {
+		t.Errorf("claim of the missing bucket: %v, %v; want Pending", pvc.Status.Phase, err)
+	}
+	t.Logf("Events of claim missing:\n%s", events(ctx, s, "missing"))
+}
+
+func startDynamicStack(t *testing.T) (context.Context, *s3stack.Stack) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	s, err := s3stack.Start(ctx, s3stack.Options{Provisioner: true, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(s.LogTails(60))
+		}
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx, s
+}
+
+// dynCreateClass makes a StorageClass of the driver whose mount options point Mountpoint at the S3 server.
+func dynCreateClass(t *testing.T, ctx context.Context, s *s3stack.Stack, name string, params map[string]string) {
+	t.Helper()
+	del := v1.PersistentVolumeReclaimDelete
+	sc := &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: s3api.DriverName, Parameters: params,
+		ReclaimPolicy: &del, MountOptions: append(s.ServerOptions(), "allow-delete", "allow-other"),
+	}
+	if _, err := s.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func dynCreateClaim(t *testing.T, ctx context.Context, s *s3stack.Stack, name, class string) {
+	t.Helper()
+	pvc := &v1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.PersistentVolumeClaimSpec{
+			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, StorageClassName: &class,
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if _, err := s.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dynBoundPV waits until the claim is Bound and returns its PV.
+func dynBoundPV(t *testing.T, ctx context.Context, s *s3stack.Stack, claim string) *v1.PersistentVolume {
+	t.Helper()
+	var pv *v1.PersistentVolume
+	rig.Eventually(t, ctx, s3stack.StepTimeout, "claim "+claim+" Bound", func(ctx context.Context) (bool, error) {
+		c, err := s.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
+		if err != nil || c.Status.Phase != v1.ClaimBound {
+			return false, err
+		}
+		pv, err = s.Client.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
+		return err == nil, err
+	})
+	return pv
+}
+
+// dynPublishPath is the Pod's mount of a dynamic volume: the kubelet names the directory after the PV.
+func dynPublishPath(s *s3stack.Stack, pod *v1.Pod, pv *v1.PersistentVolume) string {
+	return s.Nodes[pod.Spec.NodeName].Kubelet.PublishPath(string(pod.UID), pv.Name)
+}
+
+// dynDeleteClaim deletes the claim and waits until the csi-provisioner has deleted its PV (DeleteVolume
+// returned).
+func dynDeleteClaim(t *testing.T, ctx context.Context, s *s3stack.Stack, claim, pv string) {
+	t.Helper()
+	if err := s.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, ctx, s3stack.StepTimeout, "PV "+pv+" deleted", func(ctx context.Context) (bool, error) {
+		_, err := s.Client.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+}
+
+// dynListKeys lists the bucket's keys under prefix, sorted.
+func dynListKeys(t *testing.T, ctx context.Context, s *s3stack.Stack, prefix string) []string {
+	t.Helper()
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(s.S3.Client, &s3.ListObjectsV2Input{Bucket: aws.String(dynamicBucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, *o.Key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
