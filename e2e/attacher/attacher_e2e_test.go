@@ -193,6 +193,9 @@ func checkMetrics(t *testing.T, ctx context.Context, endpoint, driver string) {
 		`workqueue_adds_total{name="csi-attacher-va"}`,
 		`workqueue_adds_total{name="csi-attacher-pv"}`,
 		`leader_election_master_status{name="external-attacher-leader-` + strings.ReplaceAll(driver, ".", "-") + `"} 1`,
+		// Without --kube-api-qps/--kube-api-burst, the real API server's Priority and Fairness paces the
+		// attacher: no client-side limiter.
+		`stowage_kube_client_rate_limit_qps{burst="100",source="apf"} -1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -80,6 +80,10 @@ type Common struct {
 
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// KubeAPIRateSet is true when --kube-api-qps or --kube-api-burst was given (see Parsed). Without either,
+	// the process runs without a client-side limiter against an API server with API Priority and Fairness,
+	// and with the two defaults otherwise (kubeclient.Options.AdaptiveRate).
+	KubeAPIRateSet bool
 
 	HTTPEndpoint   string
 	MetricsAddress string
@@ -134,8 +138,8 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 	fs.DurationVar(&c.LeaderElectionRetryPeriod, "leader-election-retry-period", DefaultRetryPeriod, "Duration the leader election clients should wait between tries of actions.")
 	fs.Var(&c.LeaderElectionLabels, "leader-election-labels", "Labels to add to the lease when this replica becomes leader, as a comma separated list of key:value pairs, e.g. 'my-label:my-value,other:value'.")
 
-	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "QPS to use while communicating with the Kubernetes API server. Stowage's default is 20 (upstream: 5).")
-	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Burst to use while communicating with the Kubernetes API server. Stowage's default is 100 (upstream: 10).")
+	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "QPS to use while communicating with the Kubernetes API server. When neither this nor --kube-api-burst is given, Stowage runs without a client-side limit against an API server with API Priority and Fairness, and with 20 (upstream: 5) otherwise.")
+	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Burst to use while communicating with the Kubernetes API server. Stowage's default is 100 (upstream: 10); see --kube-api-qps.")
 
 	fs.StringVar(&c.HTTPEndpoint, "http-endpoint", "", "The TCP network address where the HTTP server for diagnostics, including metrics and the leader election health check, will listen (example: `:8080`). Empty disables the server. Only one of --metrics-address and --http-endpoint can be set.")
 	fs.StringVar(&c.MetricsAddress, "metrics-address", "", "(deprecated) The TCP network address where the Prometheus metrics endpoint will listen (example: `:8080`). Empty disables it. Only one of --metrics-address and --http-endpoint can be set.")
@@ -246,4 +250,21 @@ func (v featureGatesValue) String() string {
 
 func (v featureGatesValue) Set(value string) error {
 	return v.gate.Set(value)
+}
+
+// Parsed records what only the parsed command line can tell: whether the client rate flags were given.
+// Call it after fs.Parse.
+func (c *Common) Parsed(fs *flag.FlagSet) {
+	c.KubeAPIRateSet = RateFlagsSet(fs)
+}
+
+// RateFlagsSet reports whether the command line parsed by fs gave --kube-api-qps or --kube-api-burst.
+func RateFlagsSet(fs *flag.FlagSet) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "kube-api-qps" || f.Name == "kube-api-burst" {
+			set = true
+		}
+	})
+	return set
 }

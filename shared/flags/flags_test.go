@@ -291,3 +291,24 @@ func TestIgnoredGates(t *testing.T) {
 		})
 	}
 }
+
+func TestParsedNotesTheRateFlags(t *testing.T) {
+	for args, want := range map[string]bool{"": false, "--kube-api-qps=5": true, "--kube-api-burst=10": true, "--timeout=5s": false} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		c, err := Register(fs, Defaults{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var argv []string
+		if args != "" {
+			argv = []string{args}
+		}
+		if err := fs.Parse(argv); err != nil {
+			t.Fatal(err)
+		}
+		c.Parsed(fs)
+		if c.KubeAPIRateSet != want {
+			t.Errorf("%q: KubeAPIRateSet = %v, want %v", args, c.KubeAPIRateSet, want)
+		}
+	}
+}

@@ -7,11 +7,13 @@
 package kubeclient
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 const (
@@ -29,8 +31,12 @@ type Options struct {
 	// in Kubeconfig, and with Kubeconfig empty it is the whole configuration (no credentials), as
 	// clientcmd.BuildConfigFromFlags treats it.
 	Master string
-	QPS    float32
-	Burst  int
+	// QPS and Burst are --kube-api-qps and --kube-api-burst. With AdaptiveRate they are only the fallback for
+	// an API server without API Priority and Fairness (see chooseRate).
+	QPS   float32
+	Burst int
+	// AdaptiveRate is set when neither flag was given on the command line.
+	AdaptiveRate bool
 	// UserAgent is "<binary>/<version>" (version.UserAgent).
 	UserAgent string
 }
@@ -90,14 +96,20 @@ type Clients struct {
 	// LeaderElection is a separate clientset with its own rate limiter, so lease renewals never queue behind a
 	// busy controller's requests (upstream does the same).
 	LeaderElection kubernetes.Interface
+	// RateLimit is the client-side limit chosen at start-up.
+	RateLimit RateLimit
 }
 
-// New loads the configuration and builds the clientsets.
-func New(o Options) (*Clients, error) {
+// New loads the configuration, chooses the client-side rate limit (asking the API server once whether it
+// has API Priority and Fairness when the flags were not given) and builds the clientsets.
+func New(ctx context.Context, o Options) (*Clients, error) {
 	cfg, err := RESTConfig(o)
 	if err != nil {
 		return nil, err
 	}
+	rate := chooseRate(ctx, cfg, o)
+	cfg.QPS, cfg.Burst = rate.QPS, rate.Burst
+	klog.FromContext(ctx).Info("Kubernetes client rate limit", "source", rate.Source, "unlimited", rate.Unlimited(), "qps", rate.QPS, "burst", rate.Burst)
 	kube, err := kubernetes.NewForConfig(ForCore(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
@@ -106,5 +118,5 @@ func New(o Options) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the leader election client: %w", err)
 	}
-	return &Clients{Config: cfg, Kube: kube, LeaderElection: le}, nil
+	return &Clients{Config: cfg, Kube: kube, LeaderElection: le, RateLimit: rate}, nil
 }

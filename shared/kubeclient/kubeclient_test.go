@@ -123,7 +123,7 @@ func TestClientsSendProtobufAndUserAgent(t *testing.T) {
 		http.Error(w, "test server", http.StatusInternalServerError)
 	}))
 	defer srv.Close()
-	clients, err := New(Options{Kubeconfig: writeKubeconfig(t, srv.URL), QPS: 20, Burst: 100, UserAgent: "csi-provisioner/v1.2.3"})
+	clients, err := New(context.Background(), Options{Kubeconfig: writeKubeconfig(t, srv.URL), QPS: 20, Burst: 100, UserAgent: "csi-provisioner/v1.2.3"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestNewRecorderUsesTheChosenSource(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path, received := eventServer(t)
-			clients, err := kubeclient.New(kubeclient.Options{Kubeconfig: path, QPS: 20, Burst: 100, UserAgent: "csi-test/dev"})
+			clients, err := kubeclient.New(context.Background(), kubeclient.Options{Kubeconfig: path, QPS: 20, Burst: 100, UserAgent: "csi-test/dev"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestNewRecorderUsesTheChosenSource(t *testing.T) {
 
 // With EventsOwnClient, Events wait for a rate limiter of their own, set to the main client's limits.
 func TestEventClientHasItsOwnRateLimiter(t *testing.T) {
-	clients, err := kubeclient.New(kubeclient.Options{Kubeconfig: kubeconfig(t), QPS: 7, Burst: 9, UserAgent: "csi-test/dev"})
+	clients, err := kubeclient.New(context.Background(), kubeclient.Options{Kubeconfig: kubeconfig(t), QPS: 7, Burst: 9, UserAgent: "csi-test/dev"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,7 +165,7 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 		return err
 	}
 	defer undo()
-	env, err := newEnv(o, common)
+	env, err := newEnv(ctx, o, common)
 	if err != nil {
 		return err
 	}
@@ -230,6 +230,7 @@ func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
 	if fs.NArg() > 0 {
 		return nil, nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	common.Parsed(fs)
 	if common.ShowVersion {
 		return nil, nil, version.Print(stdout, o.Binary)
 	}
@@ -290,18 +291,21 @@ func warnNoEffect(logger klog.Logger, fs *flag.FlagSet, noEffect map[string]stri
 }
 
 // newEnv builds the metrics registry, the queue metrics and the Kubernetes clients.
-func newEnv(o Options, common *flags.Common) (*Env, error) {
+func newEnv(ctx context.Context, o Options, common *flags.Common) (*Env, error) {
 	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
 	var err error
 	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
 		return nil, err
 	}
 	clientOpts := kubeclient.Options{Kubeconfig: common.Kubeconfig, QPS: float32(common.KubeAPIQPS),
-		Burst: common.KubeAPIBurst, UserAgent: version.UserAgent(o.Binary)}
+		Burst: common.KubeAPIBurst, AdaptiveRate: !common.KubeAPIRateSet, UserAgent: version.UserAgent(o.Binary)}
 	if o.Master != nil {
 		clientOpts.Master = o.Master()
 	}
-	if env.Clients, err = kubeclient.New(clientOpts); err != nil {
+	if env.Clients, err = kubeclient.New(ctx, clientOpts); err != nil {
+		return nil, err
+	}
+	if err := kubeclient.RegisterRateLimit(env.Metrics.Registerer(), env.Clients.RateLimit); err != nil {
 		return nil, err
 	}
 	return env, nil

@@ -27,10 +27,14 @@ const (
 	CSIVolumeGroupSnapshot featuregate.Feature = "CSIVolumeGroupSnapshot"
 )
 
-// DefaultKubeAPIQPS is Stowage's default: no client-side limit. Upstream's 5 QPS is snapshot-controller's most
-// reported scale limit (external-snapshotter#1344: 80 snapshots took 143 s instead of 17 s); API Priority and
-// Fairness on the server paces the controller instead. An explicit --kube-api-qps is honoured.
-const DefaultKubeAPIQPS = -1
+// DefaultKubeAPIQPS and DefaultKubeAPIBurst are the limits against an API server without API Priority and
+// Fairness, as for every Stowage sidecar (shared/flags); against one with APF, and when neither flag is given,
+// there is no client-side limit: upstream's 5 QPS is snapshot-controller's most reported scale limit
+// (external-snapshotter#1344: 80 snapshots took 143 s instead of 17 s). An explicit value is honoured exactly.
+const (
+	DefaultKubeAPIQPS   = 20
+	DefaultKubeAPIBurst = 100
+)
 
 // Config is snapshot-controller's flag set: upstream's, name for name (no --csi-address, no
 // --metrics-address, no --leader-election-labels, no --timeout), with one default changed (--kube-api-qps).
@@ -48,6 +52,8 @@ type Config struct {
 
 	KubeAPIQPS   float64
 	KubeAPIBurst int
+	// KubeAPIRateSet is true when --kube-api-qps or --kube-api-burst was given.
+	KubeAPIRateSet bool
 
 	HTTPEndpoint string
 	MetricsPath  string
@@ -87,8 +93,8 @@ func NewFlagSet() (*flag.FlagSet, *Config, error) {
 	fs.DurationVar(&c.LeaderElectionRenewDeadline, "leader-election-renew-deadline", flags.DefaultRenewDeadline, "Duration, in seconds, that the acting leader will retry refreshing leadership before giving up. Defaults to 10 seconds.")
 	fs.DurationVar(&c.LeaderElectionRetryPeriod, "leader-election-retry-period", flags.DefaultRetryPeriod, "Duration, in seconds, the LeaderElector clients should wait between tries of actions. Defaults to 5 seconds.")
 
-	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "QPS to use while communicating with the kubernetes apiserver. A negative value (Stowage's default; upstream: 5) means no client-side limit.")
-	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", 10, "Burst to use while communicating with the kubernetes apiserver. Defaults to 10.")
+	fs.Float64Var(&c.KubeAPIQPS, "kube-api-qps", DefaultKubeAPIQPS, "QPS to use while communicating with the kubernetes apiserver. When neither this nor --kube-api-burst is given, no client-side limit against an API server with API Priority and Fairness, else 20 (upstream: 5). A negative value means no client-side limit.")
+	fs.IntVar(&c.KubeAPIBurst, "kube-api-burst", DefaultKubeAPIBurst, "Burst to use while communicating with the kubernetes apiserver. Stowage's default is 100 (upstream: 10); see --kube-api-qps.")
 
 	fs.StringVar(&c.HTTPEndpoint, "http-endpoint", "", "The TCP network address where the HTTP server for diagnostics, including metrics, will listen (example: :8080). The default is empty string, which means the server is disabled.")
 	fs.StringVar(&c.MetricsPath, "metrics-path", flags.DefaultMetricsPath, "The HTTP path where prometheus metrics will be exposed. Default is `/metrics`.")

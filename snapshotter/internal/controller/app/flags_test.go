@@ -57,7 +57,7 @@ func TestDefaults(t *testing.T) {
 		MetricsPath                                                                     string
 		PreventModeConversion, Distributed, LeaderElection                              bool
 	}{15 * time.Minute, 15 * time.Second, 10 * time.Second, 5 * time.Second, time.Second, 5 * time.Minute, 30 * time.Second,
-		10, 10, -1, "/metrics", true, false, false}
+		10, 100, 20, "/metrics", true, false, false}
 	got := want
 	got.Resync, got.LeaseDuration, got.RenewDeadline, got.RetryPeriod = cfg.ResyncPeriod, cfg.LeaderElectionLeaseDuration, cfg.LeaderElectionRenewDeadline, cfg.LeaderElectionRetryPeriod
 	got.RetryStart, got.RetryMax, got.CRDMax = cfg.RetryIntervalStart, cfg.RetryIntervalMax, cfg.RetryCRDIntervalMax

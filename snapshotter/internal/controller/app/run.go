@@ -52,6 +52,7 @@ func Parse(args []string, stdout io.Writer) (*Config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	cfg.KubeAPIRateSet = flags.RateFlagsSet(fs)
 	if cfg.ShowVersion {
 		return nil, version.Print(stdout, Binary)
 	}
@@ -81,8 +82,8 @@ func Run(ctx context.Context, cfg *Config) error {
 	if !cfg.FeatureGates.Enabled(CSIVolumeGroupSnapshot) {
 		logger.V(2).Info("CSIVolumeGroupSnapshot is off")
 	}
-	clients, err := kubeclient.New(kubeclient.Options{Kubeconfig: cfg.Kubeconfig, QPS: qps(cfg.KubeAPIQPS),
-		Burst: cfg.KubeAPIBurst, UserAgent: version.UserAgent(Binary)})
+	clients, err := kubeclient.New(ctx, kubeclient.Options{Kubeconfig: cfg.Kubeconfig, QPS: qps(cfg.KubeAPIQPS),
+		Burst: cfg.KubeAPIBurst, AdaptiveRate: !cfg.KubeAPIRateSet, UserAgent: version.UserAgent(Binary)})
 	if err != nil {
 		return err
 	}
