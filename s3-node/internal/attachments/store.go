@@ -125,7 +125,7 @@ func (s *Store) RunningPod(ctx context.Context, name string) (*corev1.Pod, error
 		return true, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("Mountpoint Pod %s/%s is not running: %v", s.Namespace, name, last)
+		return nil, fmt.Errorf("the Mountpoint Pod %s/%s is not running: %v", s.Namespace, name, last)
 	}
 	return pod, nil
 }

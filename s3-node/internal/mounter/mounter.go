@@ -175,7 +175,7 @@ func (m *Mounter) waitServed(ctx context.Context, mpPod, source, errFile string)
 	inFlight, due := false, true
 	for {
 		if b, err := os.ReadFile(errFile); err == nil {
-			return fmt.Errorf("Mountpoint in Pod %s failed: %s", mpPod, strings.TrimSpace(string(b)))
+			return fmt.Errorf("the Mountpoint in Pod %s failed: %s", mpPod, strings.TrimSpace(string(b)))
 		}
 		if !inFlight && due {
 			inFlight, due = true, false
