@@ -113,6 +113,11 @@ func TestE2ES3DynamicProvisioning(t *testing.T) {
 		t.Errorf("claim of the missing bucket: %v, %v; want Pending", pvc.Status.Phase, err)
 	}
 	t.Logf("Events of claim missing:\n%s", events(ctx, s, "missing"))
+
+	// deploy/rbac/csi-provisioner.yaml, as it is for EBS, was enough: the API server refused nothing.
+	if log, err := os.ReadFile(s.Process(s3stack.ProvisionerName).LogPath); err != nil || strings.Contains(string(log), "forbidden") {
+		t.Errorf("csi-provisioner was refused something under its RBAC (%v):\n%s", err, log)
+	}
 }
 
 func startDynamicStack(t *testing.T) (context.Context, *s3stack.Stack) {

@@ -65,3 +65,32 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		t.Fatalf("default namespace %q", c.MountpointPod.Namespace)
 	}
 }
+
+// Dynamic provisioning is off unless --csi-endpoint is given; the S3 endpoint defaults to the SDK's own
+// variables, so the error messages name the server the SDK really uses.
+func TestDynamicProvisioningFlags(t *testing.T) {
+	for _, tc := range []struct {
+		env          map[string]string
+		args         []string
+		wantEndpoint string
+		wantCSI      string
+	}{
+		{env: map[string]string{}, wantEndpoint: ""},
+		{env: map[string]string{"AWS_ENDPOINT_URL": "http://any:9000"}, wantEndpoint: "http://any:9000"},
+		{env: map[string]string{"AWS_ENDPOINT_URL": "http://any:9000", "AWS_ENDPOINT_URL_S3": "http://s3:9000"}, wantEndpoint: "http://s3:9000"},
+		{env: map[string]string{"AWS_ENDPOINT_URL_S3": "http://s3:9000"}, args: []string{"--s3-endpoint-url=http://flag:1", "--csi-endpoint=unix:///csi/csi.sock", "--s3-force-path-style"},
+			wantEndpoint: "http://flag:1", wantCSI: "unix:///csi/csi.sock"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		c := Register(fs, func(k string) string { return tc.env[k] })
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Parse(func(string, ...any) {}); err != nil {
+			t.Fatal(err)
+		}
+		if c.S3EndpointURL != tc.wantEndpoint || c.CSIEndpoint != tc.wantCSI || c.S3ForcePathStyle != (tc.wantCSI != "") {
+			t.Errorf("env %v args %v: endpoint %q csi %q path style %v", tc.env, tc.args, c.S3EndpointURL, c.CSIEndpoint, c.S3ForcePathStyle)
+		}
+	}
+}
