@@ -19,13 +19,13 @@ import (
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
-// startStack starts the S3 stack for one test; t.Cleanup stops it and fails the test if anything is left
-// mounted.
-func startStack(t *testing.T) (context.Context, *s3stack.Stack) {
+// startStack starts the S3 stack for one test, on the given nodes (default: the stack's two); t.Cleanup
+// stops it and fails the test if anything is left mounted.
+func startStack(t *testing.T, nodes ...string) (context.Context, *s3stack.Stack) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
-	s, err := s3stack.Start(ctx, s3stack.Options{Progress: func(f string, a ...any) { t.Logf(f, a...) }})
+	s, err := s3stack.Start(ctx, s3stack.Options{Nodes: nodes, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
 	if err != nil {
 		t.Fatal(err)
 	}

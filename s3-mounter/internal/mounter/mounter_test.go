@@ -173,6 +173,26 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+func TestMountExitEndsTheWaitForAMessage(t *testing.T) {
+	r := newFixture(t, true)
+	r.start(t, time.Hour)
+	// Once the mounter listens, the node gives up on this Pod without sending anything.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(r.comm, mountproto.SocketName)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the mounter never listened on mount.sock")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.exitMarker(t)
+	if got := r.wait(t); got != 0 {
+		t.Errorf("exit code = %d, want 0", got)
+	}
+}
+
 func TestReceiveTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
