@@ -1,7 +1,6 @@
 package deploycheck
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,8 +11,9 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 )
 
-// kustomizeCopies maps each file under deploy/kustomize that is a copy to its source: kustomize reads files
-// only from inside a kustomization's folder, so the bases carry copies of deploy/'s RBAC, CRDs and CSIDrivers.
+// kustomizeCopies maps each file under deploy/kustomize (or, as ../helm/..., in a chart) that is a copy to its
+// source under deploy/: kustomize reads files only from inside a kustomization's folder, so the bases carry
+// copies of deploy/'s RBAC, CRDs and CSIDrivers.
 var kustomizeCopies = map[string]string{
 	"ebs/rbac-ebs-plugin.yaml":                          "rbac/ebs-plugin.yaml",
 	"ebs/csidriver.yaml":                                "csidriver/ebs.csi.aws.com.yaml",
@@ -36,11 +36,24 @@ func init() {
 	} {
 		kustomizeCopies["snapshot-controller/crd-"+crd+".yaml"] = "crds/" + crd + ".yaml"
 	}
+	// Helm reads files only from inside the chart: its RBAC, CSIDriver and CRD are copies too.
+	for dst, src := range map[string]string{
+		"stowage-ebs/files/csidriver.yaml":                               "csidriver/ebs.csi.aws.com.yaml",
+		"stowage-s3/files/csidriver.yaml":                                "csidriver/s3.csi.aws.com.yaml",
+		"stowage-s3/files/rbac/s3-controller.yaml":                       "rbac/s3-controller.yaml",
+		"stowage-s3/files/rbac/s3-node.yaml":                             "rbac/s3-node.yaml",
+		"stowage-s3/crds/s3.csi.aws.com_mountpoints3podattachments.yaml": "crds/s3.csi.aws.com_mountpoints3podattachments.yaml",
+	} {
+		kustomizeCopies["../helm/"+dst] = src
+	}
+	for _, f := range []string{"csi-attacher", "csi-provisioner", "csi-resizer", "csi-snapshotter", "ebs-plugin"} {
+		kustomizeCopies["../helm/stowage-ebs/files/rbac/"+f+".yaml"] = "rbac/" + f + ".yaml"
+	}
 }
 
-// TestKustomizeCopiesMatchDeploy: a copy that drifted from its source would install other RBAC (or CRDs)
-// than the e2e tests prove. Run with DEPLOYCHECK_UPDATE=1 to copy the sources again.
-func TestKustomizeCopiesMatchDeploy(t *testing.T) {
+// TestCopiesMatchDeploy: a copy that drifted from its source would install other RBAC (or CRDs) than the e2e
+// tests prove. Run with DEPLOYCHECK_UPDATE=1 to copy the sources again.
+func TestCopiesMatchDeploy(t *testing.T) {
 	for dst, src := range kustomizeCopies {
 		want, err := os.ReadFile(filepath.Join(repoRoot, "deploy", src))
 		if err != nil {
@@ -58,7 +71,7 @@ func TestKustomizeCopiesMatchDeploy(t *testing.T) {
 			t.Fatal(err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("deploy/kustomize/%s differs from deploy/%s (DEPLOYCHECK_UPDATE=1 go test -run TestKustomizeCopiesMatchDeploy copies it again)", dst, src)
+			t.Errorf("deploy/kustomize/%s differs from deploy/%s (DEPLOYCHECK_UPDATE=1 go test -run TestCopiesMatchDeploy copies it again)", dst, src)
 		}
 	}
 }
@@ -218,5 +231,3 @@ func find(objs []*unstructured.Unstructured, kind, namespace, name string) *unst
 	}
 	return nil
 }
-
-var _ = fmt.Sprint

@@ -1,0 +1,98 @@
+{{/* Labels of every object. */}}
+{{- define "stowage-ebs.labels" -}}
+app.kubernetes.io/name: aws-ebs-csi-driver
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: stowage
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- with .Values.customLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* A container's image: Stowage's, or upstream's when image.upstream. Takes the image values. */}}
+{{- define "stowage.image" -}}
+{{- if .upstream -}}
+{{ .upstreamRepository }}:{{ .upstreamTag }}
+{{- else -}}
+{{ .repository }}:{{ .tag }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by e2e/deploycheck), with
+its ServiceAccounts left out (the chart creates them from values), kube-system replaced by the release's
+namespace, and each ServiceAccount subject renamed through .subjects (old name -> new name).
+Takes dict "root" $ "file" path "subjects" dict.
+*/}}
+{{- define "stowage.rbac" -}}
+{{- $root := .root -}}
+{{- $subjects := .subjects -}}
+{{- range $doc := regexSplit "(?m)^---$" ($root.Files.Get .file) -1 }}
+{{- $o := fromYaml $doc }}
+{{- if and $o.kind (ne $o.kind "ServiceAccount") }}
+{{- if eq (dig "metadata" "namespace" "" $o) "kube-system" }}
+{{- $_ := set $o.metadata "namespace" $root.Release.Namespace }}
+{{- end }}
+{{- if $o.subjects }}
+{{- $new := list }}
+{{- range $s := $o.subjects }}
+{{- if eq $s.kind "ServiceAccount" }}
+{{- $new = append $new (dict "kind" "ServiceAccount" "name" (get $subjects $s.name | default $s.name) "namespace" $root.Release.Namespace) }}
+{{- else }}
+{{- $new = append $new $s }}
+{{- end }}
+{{- end }}
+{{- $_ := set $o "subjects" $new }}
+{{- end }}
+---
+{{ toYaml $o }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A controller sidecar on the plugin's socket: its own args (upstream's manifest's), then --http-endpoint when
+metrics are on, then additionalArgs. Takes dict "root" $ "s" its values "name" container name "args" list
+"env" list.
+*/}}
+{{- define "stowage-ebs.sidecar" -}}
+{{- $root := .root -}}
+{{- $s := .s -}}
+- name: {{ .name }}
+  image: {{ include "stowage.image" $s.image }}
+  imagePullPolicy: {{ default $root.Values.image.pullPolicy $s.image.pullPolicy }}
+  args:
+    {{- range .args }}
+    - {{ . }}
+    {{- end }}
+    {{- if $root.Values.controller.enableMetrics }}
+    - --http-endpoint=0.0.0.0:{{ $s.metricsPort }}
+    {{- end }}
+    {{- range $s.additionalArgs }}
+    - {{ . }}
+    {{- end }}
+  env:
+    - name: ADDRESS
+      value: /var/lib/csi/sockets/pluginproxy/csi.sock
+    {{- with .env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+    {{- with $s.env }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- if $root.Values.controller.enableMetrics }}
+  ports:
+    - name: {{ .port }}
+      containerPort: {{ $s.metricsPort }}
+      protocol: TCP
+  {{- end }}
+  volumeMounts:
+    - name: socket-dir
+      mountPath: /var/lib/csi/sockets/pluginproxy/
+  resources:
+    {{- toYaml (default $root.Values.controller.resources $s.resources) | nindent 4 }}
+  securityContext:
+    allowPrivilegeEscalation: false
+    readOnlyRootFilesystem: true
+{{- end -}}
