@@ -137,7 +137,8 @@ images:
 	grep -v '^#' deploy/images/images.tsv | while read -r image module; do \
 		echo "image $(IMAGE_REGISTRY)/$$image:$(IMAGE_TAG) ($$module)"; \
 		$$builder -f deploy/images/Dockerfile --target "$$image" --build-arg MODULE="$$module" \
-			--build-arg VERSION="$(VERSION)" -t "$(IMAGE_REGISTRY)/$$image:$(IMAGE_TAG)" . || exit 1; \
+			--build-arg VERSION="$(VERSION)" -t "$(IMAGE_REGISTRY)/$$image:$(IMAGE_TAG)" \
+			-t "$(IMAGE_REGISTRY)/$$image:latest" . || exit 1; \
 	done
 
 clean:
