@@ -1,6 +1,7 @@
 // Package demo is `devcluster demo`: it brings the whole EBS storage stack up on this machine (package
 // ebsstack) at EC2's real time scale and walks volumes through their life with the same scenarios the
-// end-to-end test runs, printing a line per step and a summary table.
+// end-to-end test runs, then the S3 driver on its own stack (package s3stack): two Pods sharing one
+// Mountpoint Pod. It prints a line per step and a summary table.
 package demo
 
 import (
@@ -20,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/e2e/ebsstack"
+	"github.com/stowage-csi/stowage/e2e/s3stack"
 )
 
 // Options configure Run.
@@ -36,7 +38,8 @@ type Options struct {
 	Out io.Writer
 }
 
-// Run starts the stack, runs scenarios 1 to 5 and tears everything down (at once, or when ctx ends if
+// Run starts the EBS stack, runs its scenarios, then starts the S3 stack and runs the S3 scenario, and tears
+// everything down (at once, or when ctx ends if
 // Keep). The error names the failing step.
 func Run(ctx context.Context, opts Options) (err error) {
 	out := opts.Out
@@ -63,7 +66,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	ctx = klog.NewContext(ctx, klog.Background())
 
 	start := time.Now()
-	fmt.Fprintf(out, "Stowage demo: the EBS CSI stack on this machine (component logs: %s)\n", logPath)
+	fmt.Fprintf(out, "Stowage demo: the EBS and S3 CSI stacks on this machine (component logs: %s)\n", logPath)
 	// Every Stowage sidecar runs: the snapshot scenario needs csi-snapshotter and snapshot-controller, the
 	// expand-and-modify one csi-resizer.
 	with := append([]string{"csi-resizer"}, ebsstack.SnapshotSidecars...)
@@ -100,16 +103,36 @@ func Run(ctx context.Context, opts Options) (err error) {
 			break
 		}
 	}
+	var s3 *s3stack.Stack
+	if failed == nil {
+		var stopS3 func() error
+		s3, stopS3, failed = startS3(ctx, opts, out, start)
+		if stopS3 != nil {
+			// Deferred after the EBS stack's teardown, so it runs first.
+			defer func() {
+				if stopErr := stopS3(); stopErr != nil {
+					err = errors.Join(err, fmt.Errorf("tear down the S3 stack: %w", stopErr))
+				}
+			}()
+		}
+		if failed == nil {
+			failed = s3Sharing(ctx, s3, report)
+		}
+	}
 	fmt.Fprintln(out)
 	report.Summary(out)
 	if failed != nil {
 		fmt.Fprintf(logFile, "\n%s", s.LogTails(80))
+		if s3 != nil {
+			fmt.Fprintf(logFile, "\n%s", s3.LogTails(80))
+		}
 		fmt.Fprintf(out, "\nThe last lines of every component's log are in %s\n", logPath)
 		return failed
 	}
 	if !opts.Keep {
 		return nil
 	}
+	fmt.Fprintf(out, "\nThe S3 stack keeps running too (its own control plane): KUBECONFIG=%s kubectl get pv,pvc,s3pa,pods -A\n", s3.Cluster.Kubeconfig())
 	return keep(ctx, s, l, out)
 }
 
