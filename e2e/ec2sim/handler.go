@@ -149,7 +149,7 @@ func (s *Server) interfere(ctx context.Context, c call) (faultKind, *apiError) {
 	case faultDrop:
 		return fault, nil
 	}
-	if !s.limits.allow(c.op.mutating) {
+	if !s.limits.allow(c.action, c.op.mutating, c.form) {
 		return faultNone, errThrottled()
 	}
 	return fault, nil

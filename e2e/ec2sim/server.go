@@ -32,7 +32,8 @@ type Config struct {
 	Faults        Faults
 	Credentials   *Credentials // if set, verify SigV4 signatures against them
 	Logger        klog.Logger
-	// Limits are token buckets per action class; zero rates mean unlimited.
+	// Limits are the request rate limits: EC2's per-action model (EC2Limits), or the older buckets per action
+	// class; the zero value is unlimited.
 	Limits Limits
 	// ModifyCooldown refuses a new ModifyVolume until this long after the previous one started (EC2: 6 h).
 	// Zero disables it. It is not scaled by TimeScale.
@@ -110,7 +111,7 @@ func start(ctx context.Context, cfg Config, clock func() time.Time) (*Server, er
 		zones:     cfg.Zones,
 		faults:    newFaultInjector(cfg.Faults),
 		quotas:    &quotaHolder{q: cfg.Quotas.clone()},
-		limits:    newLimiter(cfg.Limits),
+		limits:    newLimiter(cfg.Limits, clock),
 		metrics:   newMetrics(),
 		imds:      map[string]*imdsServer{},
 		stop:      make(chan struct{}),
@@ -140,6 +141,11 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
+	}
+	if t := cfg.Limits.PerAction; t != nil {
+		if err := t.validate(); err != nil {
+			return cfg, fmt.Errorf("ec2sim: %w", err)
+		}
 	}
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
