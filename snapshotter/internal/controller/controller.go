@@ -68,6 +68,8 @@ type Config struct {
 	// DistributedSnapshotting labels a new content with the node of a node-local volume, for the csi-snapshotter
 	// on that node.
 	DistributedSnapshotting bool
+	// Groups turns on group snapshot binding (CSIVolumeGroupSnapshot); nil leaves group objects alone.
+	Groups *GroupConfig
 }
 
 // Controller runs the two queues.
@@ -84,6 +86,8 @@ type Controller struct {
 	// snapshotsWritten and contentsWritten hold this controller's writes the informers have not shown yet.
 	snapshotsWritten *fresher[*snapv1.VolumeSnapshot]
 	contentsWritten  *fresher[*snapv1.VolumeSnapshotContent]
+	// groups is nil when group snapshots are off.
+	groups *groups
 }
 
 // New registers the event handlers on the informers; call it before the informers start.
@@ -123,6 +127,13 @@ func New(cfg Config) (*Controller, error) {
 		}
 		c.synced = append(c.synced, reg.HasSynced)
 	}
+	if cfg.Groups != nil {
+		synced, err := c.newGroups(*cfg.Groups)
+		if err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, synced...)
+	}
 	if cfg.Nodes != nil {
 		c.nodes = cfg.Nodes.Lister()
 		c.synced = append(c.synced, cfg.Nodes.Informer().HasSynced)
@@ -140,6 +151,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.SnapshotQueue, c.syncSnapshotKey) })
 	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.ContentQueue, c.syncContentKey) })
+	if c.groups != nil {
+		wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.groups.cfg.SnapshotQueue, c.syncGroupSnapshotKey) })
+		wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.groups.cfg.ContentQueue, c.syncGroupContentKey) })
+	}
 	<-ctx.Done()
 	wg.Wait()
 	return nil

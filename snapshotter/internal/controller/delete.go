@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,8 +24,15 @@ import (
 // the VolumeSnapshot stays visible until the storage snapshot is really gone.
 func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot) error {
 	c.cfg.Metrics.Start(opmetrics.DeleteSnapshot, vs.UID, c.driverOf(vs), snapshotType(vs))
-	if !slices.Contains(vs.Finalizers, snapapi.SnapshotAsSourceFinalizer) && !slices.Contains(vs.Finalizers, snapapi.SnapshotBoundFinalizer) {
+	if !slices.Contains(vs.Finalizers, snapapi.SnapshotAsSourceFinalizer) && !slices.Contains(vs.Finalizers, snapapi.SnapshotBoundFinalizer) &&
+		!slices.Contains(vs.Finalizers, snapapi.SnapshotInGroupFinalizer) {
 		return nil
+	}
+	if c.memberDeletionBlocked(vs) {
+		msg := fmt.Sprintf("deletion of the individual volume snapshot %s/%s is not allowed as it belongs to group snapshot %s. Deleting the group snapshot will trigger the deletion of all the individual volume snapshots that are part of the group.",
+			vs.Namespace, vs.Name, vs.Labels[LabelGroupSnapshotName])
+		c.cfg.Events.Event(vs, v1.EventTypeWarning, "SnapshotDeletePending", msg)
+		return errors.New(msg)
 	}
 	content, err := c.boundContent(vs)
 	if err != nil {
@@ -56,7 +64,7 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 		c.cfg.Events.Event(vs, v1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
 		return err
 	}
-	drop := []string{snapapi.SnapshotAsSourceFinalizer}
+	drop := []string{snapapi.SnapshotAsSourceFinalizer, snapapi.SnapshotInGroupFinalizer}
 	if !deleteContent {
 		drop = append(drop, snapapi.SnapshotBoundFinalizer)
 	}

@@ -88,7 +88,15 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sq.ShutDown(); cq.ShutDown() })
+	gsq, err := workqueue.New[string](queues, qcfg(GroupSnapshotQueueName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcq, err := workqueue.New[string](queues, qcfg(GroupContentQueueName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sq.ShutDown(); cq.ShutDown(); gsq.ShutDown(); gcq.ShutDown() })
 	sf := snapinformers.NewSharedInformerFactory(e.snap, 0)
 	kf := informers.NewSharedInformerFactory(e.kube, 0)
 	e.ctrl, err = New(Config{
@@ -97,6 +105,10 @@ func newEnv(t *testing.T, objs ...runtime.Object) *env {
 		Classes: sf.Snapshot().V1().VolumeSnapshotClasses(), Claims: kf.Core().V1().PersistentVolumeClaims(),
 		SnapshotQueue: sq, ContentQueue: cq, Events: e.events, Metrics: e.metrics, Workers: 1,
 		PreventVolumeModeConversion: true,
+		Groups: &GroupConfig{
+			Snapshots: sf.Groupsnapshot().V1().VolumeGroupSnapshots(), Contents: sf.Groupsnapshot().V1().VolumeGroupSnapshotContents(),
+			Classes: sf.Groupsnapshot().V1().VolumeGroupSnapshotClasses(), SnapshotQueue: gsq, ContentQueue: gcq,
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,9 @@ func (c *Controller) syncSnapshot(ctx context.Context, vs *snapv1.VolumeSnapshot
 	if vs.DeletionTimestamp != nil {
 		return c.deleteSnapshot(ctx, vs)
 	}
+	if isGroupMember(vs) {
+		return c.syncMember(ctx, vs)
+	}
 	src := vs.Spec.Source
 	if (src.PersistentVolumeClaimName == nil) == (src.VolumeSnapshotContentName == nil) {
 		//lint:ignore ST1005 upstream's message, which users and tools match

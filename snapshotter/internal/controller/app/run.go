@@ -194,6 +194,26 @@ func runController(ctx context.Context, cfg *Config, clients *kubeclient.Clients
 	if cfg.EnableDistributedSnapshotting {
 		ccfg.Nodes = coreFactory.Core().V1().Nodes()
 	}
+	if cfg.FeatureGates.Enabled(CSIVolumeGroupSnapshot) {
+		if err := groupCRDsServed(ctx, snap); err != nil {
+			// Upstream, too, only warns: single snapshots work without the group CRDs.
+			klog.FromContext(ctx).Error(err, "The VolumeGroupSnapshot CRDs are not served; group snapshots are off")
+		} else {
+			gsQueue, err := workqueue.New[string](queues, qcfg(controller.GroupSnapshotQueueName))
+			if err != nil {
+				return err
+			}
+			gcQueue, err := workqueue.New[string](queues, qcfg(controller.GroupContentQueueName))
+			if err != nil {
+				return err
+			}
+			groups := snapFactory.Groupsnapshot().V1()
+			ccfg.Groups = &controller.GroupConfig{
+				Snapshots: groups.VolumeGroupSnapshots(), Contents: groups.VolumeGroupSnapshotContents(),
+				Classes: groups.VolumeGroupSnapshotClasses(), SnapshotQueue: gsQueue, ContentQueue: gcQueue,
+			}
+		}
+	}
 	ctrl, err := controller.New(ccfg)
 	if err != nil {
 		return err
@@ -235,6 +255,15 @@ func waitForCRDs(ctx context.Context, snap snapclient.Interface, max time.Durati
 		return last
 	}
 	return err
+}
+
+// groupCRDsServed checks once that the three group snapshot CRDs are served.
+func groupCRDsServed(ctx context.Context, snap snapclient.Interface) error {
+	opts := metav1.ListOptions{Limit: 1}
+	_, e1 := snap.GroupsnapshotV1().VolumeGroupSnapshots("").List(ctx, opts)
+	_, e2 := snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, opts)
+	_, e3 := snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().List(ctx, opts)
+	return errors.Join(e1, e2, e3)
 }
 
 func max2(a, b time.Duration) time.Duration {
