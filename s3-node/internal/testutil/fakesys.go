@@ -27,6 +27,9 @@ type FakeSys struct {
 	calls   []Call
 	// StatErr makes Stat of a path fail.
 	StatErr map[string]error
+	// OnUnmount, if set, is called with the target of each Unmount before the mount goes, so a test can
+	// look at the world at that moment.
+	OnUnmount func(target string)
 }
 
 // NewFakeSys returns an empty table.
@@ -99,6 +102,9 @@ func (f *FakeSys) Bind(source, target string, readOnly bool) error {
 }
 
 func (f *FakeSys) Unmount(target string, flags int) error {
+	if f.OnUnmount != nil {
+		f.OnUnmount(target)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := len(f.mounts) - 1; i >= 0; i-- {

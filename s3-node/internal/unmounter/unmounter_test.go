@@ -94,6 +94,30 @@ func TestTeardownWaitsForBindsThenCleansUp(t *testing.T) {
 	}
 }
 
+// Unmounting the source ends Mountpoint and so the Pod, whose comm dir the kubelet then tears down: the
+// credentials must be gone by then, removed by the node that wrote them.
+func TestTeardownRemovesCredentialsBeforeTheSourceUnmount(t *testing.T) {
+	pod := mpPod("mp-1", "uid-1", true)
+	r := newRig(t, pod)
+	source, bind := r.mountSource(t, "mp-1", "uid-1")
+	creds := filepath.Join(r.paths.CommDir("uid-1"), "credentials")
+	if err := r.sys.Unmount(bind, 0); err != nil {
+		t.Fatal(err)
+	}
+	var unmounted, credsAtUnmount bool
+	r.sys.OnUnmount = func(target string) {
+		if target == source {
+			unmounted, credsAtUnmount = true, exists(creds)
+		}
+	}
+	if err := r.u.Teardown(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if !unmounted || credsAtUnmount {
+		t.Errorf("source unmounted %v, credentials still there at the unmount %v; want unmounted after they went", unmounted, credsAtUnmount)
+	}
+}
+
 func TestSweep(t *testing.T) {
 	keep := mpPod("mp-keep", "uid-keep", false)
 	gone := mpPod("mp-gone", "uid-gone", true)
