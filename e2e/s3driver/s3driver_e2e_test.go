@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3stack"
@@ -43,17 +42,11 @@ func startStack(t *testing.T, nodes ...string) (context.Context, *s3stack.Stack)
 // attachments lists the MountpointS3PodAttachments.
 func attachments(t *testing.T, ctx context.Context, s *s3stack.Stack) []s3api.MountpointS3PodAttachment {
 	t.Helper()
-	l, err := s.Dynamic.Resource(s3api.GroupVersionResource()).List(ctx, metav1.ListOptions{})
+	atts, err := s.Attachments(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make([]s3api.MountpointS3PodAttachment, len(l.Items))
-	for i := range l.Items {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return out
+	return atts
 }
 
 // servingPod returns the name of the Mountpoint Pod that serves workload pod, waiting for the attachment.
