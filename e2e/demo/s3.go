@@ -98,7 +98,7 @@ func s3Sharing(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 				mps[i], atts[i] = mp, att
 			}
 			if mps[0] != mps[1] {
-				return "", fmt.Errorf("Pods %s and %s are served by Mountpoint Pods %s and %s, want one", s3Apps[0], s3Apps[1], mps[0], mps[1])
+				return "", fmt.Errorf("the Pods %s and %s are served by Mountpoint Pods %s and %s, want one", s3Apps[0], s3Apps[1], mps[0], mps[1])
 			}
 			all, err := s.MountpointPods(ctx)
 			if err != nil {

@@ -49,14 +49,13 @@ func TestE2ES3DriverMountErrors(t *testing.T) {
 			}
 			name := "app-" + tc.vol.Name
 			cleanupWorkloads(t, s, name)
-			pod, err := s.CreateWorkload(ctx, s3stack.Workload{Name: name, Node: node, Claim: tc.vol.Name})
-			if err != nil {
+			if _, err := s.CreateWorkload(ctx, s3stack.Workload{Name: name, Node: node, Claim: tc.vol.Name}); err != nil {
 				t.Fatal(err)
 			}
 			msg := waitFailedMount(t, ctx, s, name, tc.want...)
 			t.Logf("FailedMount: %s", msg)
 
-			pod, err = s.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+			pod, err := s.Client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
