@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -154,22 +155,45 @@ func (t *Throttling) bucketFor(action, cat string) Bucket {
 // limiter admits or throttles requests, by class or per action; its buckets are created on first use.
 type limiter struct {
 	clock func() time.Time
-	model *Throttling
 
 	mu                 sync.Mutex
+	limits             Limits
 	mutating, describe *bucket
 	buckets            map[string]*bucket
 }
 
 func newLimiter(l Limits, clock func() time.Time) *limiter {
-	now := clock()
-	return &limiter{
-		clock:    clock,
-		model:    l.PerAction,
-		mutating: newBucket(Bucket{Capacity: float64(l.MutatingBurst), Refill: l.MutatingRate}, now),
-		describe: newBucket(Bucket{Capacity: float64(l.DescribeBurst), Refill: l.DescribeRate}, now),
-		buckets:  map[string]*bucket{},
+	lim := &limiter{clock: clock}
+	lim.set(l)
+	return lim
+}
+
+// set replaces the limits, with every bucket full.
+func (l *limiter) set(lim Limits) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock()
+	l.limits = lim
+	if lim.PerAction != nil {
+		t := *lim.PerAction
+		t.Buckets = maps.Clone(t.Buckets)
+		l.limits.PerAction = &t
 	}
+	l.mutating = newBucket(Bucket{Capacity: float64(lim.MutatingBurst), Refill: lim.MutatingRate}, now)
+	l.describe = newBucket(Bucket{Capacity: float64(lim.DescribeBurst), Refill: lim.DescribeRate}, now)
+	l.buckets = map[string]*bucket{}
+}
+
+func (l *limiter) get() Limits {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim := l.limits
+	if lim.PerAction != nil {
+		t := *lim.PerAction
+		t.Buckets = maps.Clone(t.Buckets)
+		lim.PerAction = &t
+	}
+	return lim
 }
 
 // allow takes a token for the request from its bucket, or reports it throttled.
@@ -177,7 +201,8 @@ func (l *limiter) allow(action string, mutating bool, f *form) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.clock()
-	if l.model == nil {
+	model := l.limits.PerAction
+	if model == nil {
 		if mutating {
 			return l.mutating.take(now)
 		}
@@ -191,7 +216,7 @@ func (l *limiter) allow(action string, mutating bool, f *form) bool {
 	b, ok := l.buckets[key]
 	if !ok {
 		// Here a zero refill rate is a bucket that never refills, not an unlimited one.
-		b = fullBucket(l.model.bucketFor(action, cat), now)
+		b = fullBucket(model.bucketFor(action, cat), now)
 		l.buckets[key] = b
 	}
 	return b.take(now)
@@ -231,3 +256,17 @@ func (b *bucket) take(now time.Time) bool {
 	b.tokens--
 	return true
 }
+
+// SetLimits replaces the request rate limits, every bucket full; it fails on negative scales or buckets.
+func (s *Server) SetLimits(l Limits) error {
+	if l.PerAction != nil {
+		if err := l.PerAction.validate(); err != nil {
+			return fmt.Errorf("ec2sim: %w", err)
+		}
+	}
+	s.limits.set(l)
+	return nil
+}
+
+// Limits returns the request rate limits in force.
+func (s *Server) Limits() Limits { return s.limits.get() }

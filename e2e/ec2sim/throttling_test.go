@@ -163,3 +163,32 @@ func TestThrottlingRefusesNegativeNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestSetLimitsReplacesTheBuckets: limits set on a running emulator apply to the next request, with full
+// buckets, and Limits{} lifts them.
+func TestSetLimitsReplacesTheBuckets(t *testing.T) {
+	s, _ := startFake(t, nil)
+	c := newClient(t, s, func(o *clientOpts) { o.attempts = 1 })
+	ctx := ctxT(t)
+	if err := s.SetLimits(Limits{PerAction: &Throttling{Buckets: map[string]Bucket{CategoryNonMutating: {Capacity: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Limits().PerAction.Buckets[CategoryNonMutating]; got != (Bucket{Capacity: 1}) {
+		t.Errorf("Limits() reports %+v", got)
+	}
+	in := &ec2.DescribeAvailabilityZonesInput{}
+	if _, err := c.DescribeAvailabilityZones(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.DescribeAvailabilityZones(ctx, in)
+	wantCode(t, err, "RequestLimitExceeded")
+	if err := s.SetLimits(Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DescribeAvailabilityZones(ctx, in); err != nil {
+		t.Errorf("after lifting the limits: %v", err)
+	}
+	if err := s.SetLimits(Limits{PerAction: &Throttling{RefillScale: -1}}); err == nil {
+		t.Error("a negative refill scale accepted")
+	}
+}
