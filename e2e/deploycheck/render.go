@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
@@ -22,6 +23,7 @@ import (
 // Kustomization is an overlay composed in a temporary folder: the bases and components it lists (absolute
 // folders), and images to substitute, as a user's kustomization.yaml would.
 type Kustomization struct {
+	Namespace  string // the namespace field: moves every namespaced object (and ServiceAccount subjects) there
 	Resources  []string
 	Components []string
 	Images     []types.Image
@@ -31,8 +33,9 @@ type Kustomization struct {
 // built from, with the default load restrictions (files only from inside each kustomization's folder).
 func RenderKustomization(dir string, k Kustomization) ([]*unstructured.Unstructured, error) {
 	doc := types.Kustomization{
-		TypeMeta: types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
-		Images:   k.Images,
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Namespace: k.Namespace,
+		Images:    k.Images,
 	}
 	// kustomize takes bases and components by relative path only.
 	rel := func(paths []string) ([]string, error) {
@@ -95,8 +98,14 @@ func RenderChart(dir, release, namespace string, values map[string]any) ([]*unst
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", dir, err)
 	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names) // a stable order: templates in file name order, as helm template prints them
 	var all bytes.Buffer
-	for name, content := range files {
+	for _, name := range names {
+		content := files[name]
 		if !strings.HasSuffix(name, ".yaml") || strings.TrimSpace(content) == "" {
 			continue
 		}
