@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,8 @@ type netInput struct {
 // the SDK (the download manager at s3-fuse's part size and --max-threads), s3-fuse and s3fs, all
 // through the same proxy in the same run. It prints tables and the targets with pass or miss;
 // nothing is asserted about timing. S3FUSE_NET_LATENCY (a duration) and S3FUSE_NET_MIBS (MiB/s)
-// change the model, S3FUSE_NET_ROUNDS the rounds, S3FUSE_BASELINE another s3-fuse build to compare.
+// change the model, S3FUSE_NET_ROUNDS the rounds, S3FUSE_BASELINE another s3-fuse build to compare
+// (with S3FUSE_BASELINE_ARGS: the current build with other options).
 func TestBenchS3FuseNetModel(t *testing.T) {
 	cfg := netmodel.Default()
 	if v := os.Getenv("S3FUSE_NET_LATENCY"); v != "" {
@@ -99,7 +101,7 @@ func TestBenchS3FuseNetModel(t *testing.T) {
 	}
 	if base := os.Getenv("S3FUSE_BASELINE"); base != "" {
 		clients = append(clients, netClient{name: "s3-fuse baseline", mount: func(t *testing.T, srv *s3server.Server) (string, int) {
-			m := mountBinary(t, base, srv, in.bucket)
+			m := mountBinary(t, base, srv, in.bucket, strings.Fields(os.Getenv("S3FUSE_BASELINE_ARGS"))...)
 			return m.Dir, m.cmd.Process.Pid
 		}})
 	}
