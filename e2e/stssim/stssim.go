@@ -227,4 +227,3 @@ type errorResponse struct {
 	}
 	RequestID string `xml:"RequestId"`
 }
-
