@@ -118,6 +118,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		if failed == nil {
 			failed = s3Sharing(ctx, s3, report)
 		}
+		if failed == nil {
+			failed = s3Dynamic(ctx, s3, report)
+		}
 	}
 	fmt.Fprintln(out)
 	report.Summary(out)

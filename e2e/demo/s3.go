@@ -30,7 +30,8 @@ const (
 var s3Apps = [2]string{"s3-app-1", "s3-app-2"}
 
 // startS3 brings up the S3 driver's own stack (package s3stack) after the EBS scenarios: a second control
-// plane, versitygw, s3-controller, and s3-node with a kubelet simulator on one node. The returned stop tears
+// plane, versitygw, s3-controller with its CSI controller service and csi-provisioner (dynamic provisioning),
+// and s3-node with a kubelet simulator on one node. The returned stop tears
 // it down.
 func startS3(ctx context.Context, opts Options, out io.Writer, start time.Time) (*s3stack.Stack, func() error, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
@@ -44,14 +45,14 @@ func startS3(ctx context.Context, opts Options, out io.Writer, start time.Time) 
 		}
 	}
 	fmt.Fprintln(out)
-	s, err := s3stack.Start(ctx, s3stack.Options{Dir: dir, Nodes: []string{s3Node}, Progress: func(f string, a ...any) {
+	s, err := s3stack.Start(ctx, s3stack.Options{Dir: dir, Nodes: []string{s3Node}, Provisioner: true, Progress: func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the S3 stack: %w", err)
 	}
 	stop := func() error {
-		fmt.Fprintln(out, "==> Tearing down the S3 stack: kubelet, s3-node, s3-controller, versitygw, control plane")
+		fmt.Fprintln(out, "==> Tearing down the S3 stack: kubelet, s3-node, csi-provisioner, s3-controller, versitygw, control plane")
 		return s.Stop()
 	}
 	return s, stop, nil
