@@ -48,8 +48,11 @@ func s3Dynamic(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 			if err := s.CreateClass(ctx, s3DynClass, params, "allow-delete"); err != nil {
 				return "", err
 			}
+			if err := s.CreateClaim(ctx, s3DynClaim, s3DynClass); err != nil {
+				return "", err
+			}
 			var err error
-			if pv, err = s.CreateClaim(ctx, s3DynClaim, s3DynClass); err != nil {
+			if pv, err = s.BoundPV(ctx, s3DynClaim); err != nil {
 				return "", err
 			}
 			prefix = pv.Spec.CSI.VolumeAttributes["prefix"]

@@ -12,17 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	v1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3stack"
-	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
 const dynamicBucket = "dynamic"
@@ -38,15 +32,15 @@ func TestE2ES3DynamicProvisioning(t *testing.T) {
 	if err := s.S3.CreateBucket(ctx, dynamicBucket); err != nil {
 		t.Fatal(err)
 	}
-	dynCreateClass(t, ctx, s, "s3-keep", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}"})
-	dynCreateClass(t, ctx, s, "s3-delete", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}", "deleteObjectsOnDelete": "true"})
-	dynCreateClass(t, ctx, s, "s3-missing", map[string]string{"bucketName": "no-such-bucket"})
+	must(t, s.CreateClass(ctx, "s3-keep", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}"}, "allow-delete", "allow-other"))
+	must(t, s.CreateClass(ctx, "s3-delete", map[string]string{"bucketName": dynamicBucket, "prefix": "team/${pvc.namespace}", "deleteObjectsOnDelete": "true"}, "allow-delete", "allow-other"))
+	must(t, s.CreateClass(ctx, "s3-missing", map[string]string{"bucketName": "no-such-bucket"}, "allow-delete", "allow-other"))
 	// The missing bucket's claim goes first: its Event is checked at the end, after the provisioner has had
 	// all the other steps' time to try.
-	dynCreateClaim(t, ctx, s, "missing", "s3-missing")
-	dynCreateClaim(t, ctx, s, "one", "s3-delete")
-	dynCreateClaim(t, ctx, s, "two", "s3-keep")
-	pvOne, pvTwo := dynBoundPV(t, ctx, s, "one"), dynBoundPV(t, ctx, s, "two")
+	must(t, s.CreateClaim(ctx, "missing", "s3-missing"))
+	must(t, s.CreateClaim(ctx, "one", "s3-delete"))
+	must(t, s.CreateClaim(ctx, "two", "s3-keep"))
+	pvOne, pvTwo := boundPV(t, ctx, s, "one"), boundPV(t, ctx, s, "two")
 	prefixOne, prefixTwo := "team/default/"+pvOne.Name+"/", "team/default/"+pvTwo.Name+"/"
 	for pv, prefix := range map[*v1.PersistentVolume]string{pvOne: prefixOne, pvTwo: prefixTwo} {
 		if got := pv.Spec.CSI.VolumeAttributes["prefix"]; got != prefix || pv.Spec.CSI.VolumeAttributes["bucketName"] != dynamicBucket {
@@ -93,12 +87,12 @@ func TestE2ES3DynamicProvisioning(t *testing.T) {
 	}
 
 	// The keep class: the PV goes, the objects stay.
-	dynDeleteClaim(t, ctx, s, "two", pvTwo.Name)
+	must(t, s.DeleteClaim(ctx, "two", pvTwo.Name))
 	if keys := dynListKeys(t, ctx, s, prefixTwo); !slices.Equal(keys, []string{prefixTwo + "other"}) {
 		t.Errorf("after deleting claim two (objects kept): %v under %s", keys, prefixTwo)
 	}
 	// The delete class: exactly volume one's prefix goes.
-	dynDeleteClaim(t, ctx, s, "one", pvOne.Name)
+	must(t, s.DeleteClaim(ctx, "one", pvOne.Name))
 	want := append([]string{prefixTwo + "other"}, outside...)
 	slices.Sort(want)
 	if keys := dynListKeys(t, ctx, s, ""); !slices.Equal(keys, want) {
@@ -139,80 +133,33 @@ func startDynamicStack(t *testing.T) (context.Context, *s3stack.Stack) {
 	return ctx, s
 }
 
-// dynCreateClass makes a StorageClass of the driver whose mount options point Mountpoint at the S3 server.
-func dynCreateClass(t *testing.T, ctx context.Context, s *s3stack.Stack, name string, params map[string]string) {
-	t.Helper()
-	del := v1.PersistentVolumeReclaimDelete
-	sc := &storagev1.StorageClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: s3api.DriverName, Parameters: params,
-		ReclaimPolicy: &del, MountOptions: append(s.ServerOptions(), "allow-delete", "allow-other"),
-	}
-	if _, err := s.Client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func dynCreateClaim(t *testing.T, ctx context.Context, s *s3stack.Stack, name, class string) {
-	t.Helper()
-	pvc := &v1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1.PersistentVolumeClaimSpec{
-			AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteMany}, StorageClassName: &class,
-			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if _, err := s.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// dynBoundPV waits until the claim is Bound and returns its PV.
-func dynBoundPV(t *testing.T, ctx context.Context, s *s3stack.Stack, claim string) *v1.PersistentVolume {
-	t.Helper()
-	var pv *v1.PersistentVolume
-	rig.Eventually(t, ctx, s3stack.StepTimeout, "claim "+claim+" Bound", func(ctx context.Context) (bool, error) {
-		c, err := s.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
-		if err != nil || c.Status.Phase != v1.ClaimBound {
-			return false, err
-		}
-		pv, err = s.Client.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
-		return err == nil, err
-	})
-	return pv
-}
-
 // dynPublishPath is the Pod's mount of a dynamic volume: the kubelet names the directory after the PV.
 func dynPublishPath(s *s3stack.Stack, pod *v1.Pod, pv *v1.PersistentVolume) string {
 	return s.Nodes[pod.Spec.NodeName].Kubelet.PublishPath(string(pod.UID), pv.Name)
 }
 
-// dynDeleteClaim deletes the claim and waits until the csi-provisioner has deleted its PV (DeleteVolume
-// returned).
-func dynDeleteClaim(t *testing.T, ctx context.Context, s *s3stack.Stack, claim, pv string) {
-	t.Helper()
-	if err := s.Client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rig.Eventually(t, ctx, s3stack.StepTimeout, "PV "+pv+" deleted", func(ctx context.Context) (bool, error) {
-		_, err := s.Client.CoreV1().PersistentVolumes().Get(ctx, pv, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-}
-
 // dynListKeys lists the bucket's keys under prefix, sorted.
 func dynListKeys(t *testing.T, ctx context.Context, s *s3stack.Stack, prefix string) []string {
 	t.Helper()
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(s.S3.Client, &s3.ListObjectsV2Input{Bucket: aws.String(dynamicBucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, *o.Key)
-		}
+	keys, err := s.ListKeys(ctx, dynamicBucket, prefix)
+	if err != nil {
+		t.Fatal(err)
 	}
-	slices.Sort(keys)
 	return keys
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// boundPV waits for the claim's PV.
+func boundPV(t *testing.T, ctx context.Context, s *s3stack.Stack, claim string) *v1.PersistentVolume {
+	t.Helper()
+	pv, err := s.BoundPV(ctx, claim)
+	must(t, err)
+	return pv
 }

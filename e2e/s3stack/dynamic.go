@@ -28,9 +28,8 @@ func (s *Stack) CreateClass(ctx context.Context, name string, params map[string]
 	return err
 }
 
-// CreateClaim creates a ReadWriteMany claim of the class in namespace default and waits until it is Bound;
-// it returns the claim's PV.
-func (s *Stack) CreateClaim(ctx context.Context, name, class string) (*v1.PersistentVolume, error) {
+// CreateClaim creates a ReadWriteMany claim of the class in namespace default.
+func (s *Stack) CreateClaim(ctx context.Context, name, class string) error {
 	pvc := &v1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: v1.PersistentVolumeClaimSpec{
@@ -39,11 +38,16 @@ func (s *Stack) CreateClaim(ctx context.Context, name, class string) (*v1.Persis
 		},
 	}
 	if _, err := s.Client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		return nil, fmt.Errorf("create claim %s: %w", name, err)
+		return fmt.Errorf("create claim %s: %w", name, err)
 	}
+	return nil
+}
+
+// BoundPV waits until the claim is Bound and returns its PV.
+func (s *Stack) BoundPV(ctx context.Context, claim string) (*v1.PersistentVolume, error) {
 	var pv *v1.PersistentVolume
-	err := s.poll(ctx, "claim "+name+" Bound", func(ctx context.Context) (bool, error) {
-		c, err := s.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, name, metav1.GetOptions{})
+	err := s.poll(ctx, "claim "+claim+" Bound", func(ctx context.Context) (bool, error) {
+		c, err := s.Client.CoreV1().PersistentVolumeClaims("default").Get(ctx, claim, metav1.GetOptions{})
 		if err != nil || c.Status.Phase != v1.ClaimBound {
 			return false, nil
 		}
