@@ -72,3 +72,14 @@ func TestSchemeAndLookup(t *testing.T) {
 		t.Fatalf("MountpointPodFor(uid-2) = %q", got)
 	}
 }
+
+// TestInlineVolumeHandle pins the kubelet's volume ID of an inline volume (makeVolumeHandle) and the
+// attachment's volume name.
+func TestInlineVolumeHandle(t *testing.T) {
+	if got, want := InlineVolumeHandle("uid-1", "data"), "csi-d6e418cffb6079f9b02d83af7dffbf3511ed5a26b3f106f1f3ca764ed6505c9c"; got != want {
+		t.Errorf("InlineVolumeHandle = %s, want %s", got, want)
+	}
+	if got := InlineVolumeName("uid-1", "data"); got != "uid-1-data" {
+		t.Errorf("InlineVolumeName = %s", got)
+	}
+}

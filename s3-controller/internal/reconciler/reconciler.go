@@ -104,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req Request) (reconcile.Resu
 	return r.reconcileWorkload(ctx, pod)
 }
 
-// reconcileWorkload converges each S3 volume of a scheduled workload Pod.
+// reconcileWorkload converges each S3 volume (claim or inline) of a scheduled workload Pod.
 func (r *Reconciler) reconcileWorkload(ctx context.Context, pod *corev1.Pod) (reconcile.Result, error) {
 	if r.cfg.HeadroomEnabled() {
 		if pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil && gated(pod) {
@@ -122,14 +122,23 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, pod *corev1.Pod) (re
 	var result reconcile.Result
 	var errs []error
 	for i := range pod.Spec.Volumes {
-		claim := pod.Spec.Volumes[i].PersistentVolumeClaim
-		if claim == nil {
-			continue
-		}
-		v, err := r.resolve(ctx, pod, claim)
-		if errors.Is(err, errNotBound) {
-			klog.FromContext(ctx).V(4).Info("Claim not bound yet, requeuing", "pvc", claim.ClaimName)
-			result.RequeueAfter = notBoundRetry
+		var v *volume
+		var err error
+		switch vol := &pod.Spec.Volumes[i]; {
+		case vol.PersistentVolumeClaim != nil:
+			v, err = r.resolve(ctx, pod, vol.PersistentVolumeClaim)
+			if errors.Is(err, errNotBound) {
+				klog.FromContext(ctx).V(4).Info("Claim not bound yet, requeuing", "pvc", vol.PersistentVolumeClaim.ClaimName)
+				result.RequeueAfter = notBoundRetry
+				continue
+			}
+		case vol.CSI != nil:
+			if v, err = inlineVolume(pod, vol); err != nil {
+				// A refused inline volume is the Pod's spec, which retries cannot change: an Event, no error.
+				r.events.Eventf(pod, nil, corev1.EventTypeWarning, "MountpointPodAttachmentFailed", "Attach", "%v", err)
+				continue
+			}
+		default:
 			continue
 		}
 		if err != nil {

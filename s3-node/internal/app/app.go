@@ -118,10 +118,16 @@ func Run(ctx context.Context, c Config) error {
 	return err
 }
 
-// nodeEnv are the node plugin's region settings Mountpoint inherits (upstream's pass-through list).
+// nodeEnvKeys are the node plugin's variables passed on to every Mountpoint: upstream's region settings, and
+// (Stowage) the SDK's endpoint overrides, for S3-compatible servers, VPC endpoints or a private STS. Only the
+// operator sets them, on the DaemonSet; a volume still cannot (mountpointEnv allows proxies only).
+var nodeEnvKeys = []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_STS_REGIONAL_ENDPOINTS",
+	"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS"}
+
+// nodeEnv are the nodeEnvKeys the node plugin has.
 func nodeEnv(env func(string) string) map[string]string {
 	out := map[string]string{}
-	for _, k := range []string{"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_STS_REGIONAL_ENDPOINTS"} {
+	for _, k := range nodeEnvKeys {
 		if v := env(k); v != "" {
 			out[k] = v
 		}

@@ -177,6 +177,10 @@ func (d *Driver) validatePublish(req *csi.NodePublishVolumeRequest) (*publish, e
 	if p.workloadUID == "" {
 		p.workloadUID = podUID
 	}
+	if p.vc.ephemeral {
+		// The target names the Pod's volume, not a PV: the attachment carries the Pod's own name for it.
+		pvName = s3api.InlineVolumeName(podUID, pvName)
+	}
 	p.key = attachments.Key{NodeName: d.opts.NodeID, PVName: pvName, VolumeID: p.volumeID,
 		FSGroup: vcap.GetMount().GetVolumeMountGroup(), AuthenticationSource: p.vc.authSource}
 	if p.vc.authSource == s3api.AuthenticationSourcePod {

@@ -37,6 +37,8 @@ type volumeContext struct {
 	cacheAttr, cacheSize, cacheMedium            string
 	podUID, podNamespace, serviceAccount, tokens string
 	userEnv                                      map[string]string
+	// ephemeral is a CSI inline volume of the Pod (the kubelet's csi.storage.k8s.io/ephemeral).
+	ephemeral bool
 }
 
 func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
@@ -45,6 +47,7 @@ func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
 		cacheAttr: vc[attrCache], cacheSize: vc[attrCacheSizeLimit], cacheMedium: vc[attrCacheMedium],
 		podUID: vc[ctxPodUID], podNamespace: vc[ctxPodNamespace], serviceAccount: vc[ctxServiceAccount],
 		tokens: vc[ctxServiceAccountTok], userEnv: map[string]string{}, prefix: vc[attrPrefix],
+		ephemeral: vc[s3api.VolumeContextEphemeral] == "true",
 	}
 	// Kubernetes 1.35 (KEP-5538) may pass the tokens as secrets instead, which keeps them out of logs.
 	if t := secrets[ctxServiceAccountTok]; t != "" {
@@ -62,6 +65,12 @@ func parseVolumeContext(vc, secrets map[string]string) (volumeContext, error) {
 	case s3api.AuthenticationSourceDriver, s3api.AuthenticationSourcePod:
 	default:
 		return v, fmt.Errorf("volume attribute %s=%q: want %q or %q", attrAuthSource, v.authSource, s3api.AuthenticationSourceDriver, s3api.AuthenticationSourcePod)
+	}
+	// Whoever may create a Pod may write an inline volume: with the driver's credentials it could read any
+	// bucket the driver can. Inline volumes therefore mount with the Pod's own ServiceAccount only.
+	if v.ephemeral && v.authSource != s3api.AuthenticationSourcePod {
+		return v, fmt.Errorf("volume attribute %s=%q: an inline (ephemeral) volume mounts with the Pod's own credentials only, set %s: %s",
+			attrAuthSource, vc[attrAuthSource], attrAuthSource, s3api.AuthenticationSourcePod)
 	}
 	switch v.cacheAttr {
 	case "", "emptyDir", "ephemeral":
