@@ -31,6 +31,8 @@ const (
 	// chaosClaims get a Pod each, spread over the nodes; chaosAbandoned are deleted while being provisioned.
 	chaosClaims    = 9
 	chaosAbandoned = 2
+	// chaosSnapshotCount of the short form's volumes are snapshotted.
+	chaosSnapshotCount = 3
 	// chaosConverge bounds each wait after the chaos has stopped: a killed sidecar's successor waits out
 	// the 15 s Lease of its predecessor, and retries back off to 30 s.
 	chaosConverge = 2 * time.Minute
@@ -60,10 +62,18 @@ func chaosFaults(budget int, seed uint64) ec2sim.Faults {
 // kill the killed process's successor first did work (from its log), and the median and maximum per
 // component. The test logs its seed;
 // STOWAGE_CHAOS_SEED=<seed> replays the kill plan.
+//
+// With STOWAGE_CHAOS_LIFECYCLES=<n> (`make chaos`) it runs at scale instead (runAtScale): n volume lifecycles
+// with a snapshot each, in waves, under steady faults and a SIGKILL every 20 s, with the same checks. Both
+// forms end with a table of the run: lifecycles, faults by kind, kills, recoveries, time.
 func TestE2EEBSChaos(t *testing.T) {
+	began := time.Now()
 	seed := chaosSeed(t)
-	// Under go test's default 10-minute limit, whose panic would skip the cleanups and leave mounts.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	scale, err := ChaosScaleFromEnv(os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), chaosTimeout(t, scale))
 	defer cancel()
 	// The chaos goroutine draws its back-offs from a source of its own, so the plan and the work's draws
 	// do not depend on goroutine timing.
@@ -77,18 +87,10 @@ func TestE2EEBSChaos(t *testing.T) {
 	if _, err := r.s.Client.StorageV1().StorageClasses().Create(ctx, filesystemClass("stowage-ext4", "ext4"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	r.nodePlugin = "ebs-plugin-" + r.s.NodeOrder[r.rng.IntN(len(r.s.NodeOrder))]
-	for _, phase := range []struct {
-		name string
-		run  func(context.Context, *testing.T)
-	}{
-		{"provision under chaos", r.provision},
-		{"snapshot under chaos", r.snapshot},
-		{"delete under chaos", r.delete},
-	} {
-		if !t.Run(phase.name, func(t *testing.T) { phase.run(ctx, t) }) {
-			t.FailNow()
-		}
+	if scale.Lifecycles > 0 {
+		r.runAtScale(ctx, t, scale)
+	} else {
+		r.runShort(ctx, t)
 	}
 
 	t.Run("no double attachment, panic or missing fault", func(t *testing.T) {
@@ -99,7 +101,8 @@ func TestE2EEBSChaos(t *testing.T) {
 		watch.report(t)
 		t.Logf("chaos events:\n%s", r.chaos.Events())
 		var recovery strings.Builder
-		if err := r.chaos.RecoveryReport(&recovery); err != nil {
+		recs, err := r.chaos.RecoveryReport(&recovery)
+		if err != nil {
 			t.Errorf("recovery times: %v", err)
 		} else {
 			t.Logf("recovery: time from each SIGKILL to the first operation its successor logged (it includes waiting for work, "+
@@ -117,6 +120,10 @@ func TestE2EEBSChaos(t *testing.T) {
 		if injected["RequestLimitExceeded"]+injected["InternalError"]+injected["Dropped"]+injected["LostAnswerDropped"]+injected["LostAnswerInternalError"] == 0 {
 			t.Errorf("the emulator injected no fault: the chaos did not happen")
 		}
+		r.totals.Faults, r.totals.Kills, r.totals.Seed, r.totals.Took = faultsByKind(r.s.EC2), len(recs), r.seed, time.Since(began)
+		var table strings.Builder
+		ChaosTable(&table, r.totals, recs)
+		t.Logf("chaos run:\n%s", table.String())
 	})
 	r.s.stopLeavesNothing(t)
 }
@@ -127,9 +134,40 @@ type chaosRun struct {
 	seed       uint64
 	rng        *rand.Rand
 	chaos      *Chaos
-	nodePlugin string // the node plugin the plans kill
-	claimNode  map[string]string
+	nodePlugin string            // the node plugin the plans kill
+	claimNode  map[string]string // the claims (of the wave, at scale) -> node
 	volumes    map[string]string // EBS volume ID -> node, once provisioned
+	totals     ChaosTotals
+}
+
+// chaosTimeout bounds the whole test: the short form stays under go test's default 10-minute limit, whose
+// panic would skip the cleanups and leave mounts; a run at scale gets go test's -timeout less 3 minutes for
+// the cleanups.
+func chaosTimeout(t *testing.T, scale ChaosScale) time.Duration {
+	deadline, ok := t.Deadline()
+	if scale.Lifecycles == 0 || !ok {
+		return 8 * time.Minute
+	}
+	return time.Until(deadline) - 3*time.Minute
+}
+
+// runShort is the short form: one batch of claims provisioned, snapshotted and deleted, each phase under a
+// kill plan of its own and faults bounded by a budget.
+func (r *chaosRun) runShort(ctx context.Context, t *testing.T) {
+	r.nodePlugin = "ebs-plugin-" + r.s.NodeOrder[r.rng.IntN(len(r.s.NodeOrder))]
+	for _, phase := range []struct {
+		name string
+		run  func(context.Context, *testing.T)
+	}{
+		{"provision under chaos", r.provision},
+		{"snapshot under chaos", r.snapshot},
+		{"delete under chaos", r.delete},
+	} {
+		if !t.Run(phase.name, func(t *testing.T) { phase.run(ctx, t) }) {
+			t.FailNow()
+		}
+	}
+	r.totals.Lifecycles, r.totals.Waves, r.totals.Snapshots = chaosClaims, 1, chaosSnapshotCount
 }
 
 // chaosSeed is STOWAGE_CHAOS_SEED, or a new seed; it is logged for a replay.
@@ -180,20 +218,21 @@ func (r *chaosRun) provision(ctx context.Context, t *testing.T) {
 	})
 	r.s.EC2.SetFaults(chaosFaults(20, r.seed))
 	defer logFaults(t, r.s.Stack, "provisioning")
-	runChaos(ctx, t, r.chaos, plan, func() error { return r.createClaims(ctx) })
+	runChaos(ctx, t, r.chaos, plan, func() error { return r.createClaims(ctx, "", chaosClaims, chaosAbandoned) })
 	t.Logf("kills over; waiting for every Pod to run")
 	r.volumes = r.checkRunning(ctx, t)
 }
 
-// createClaims creates the claims, each with its Pod, in a random order and at random gaps; the abandoned
-// claims are deleted again while they are being provisioned, before any Pod uses them.
-func (r *chaosRun) createClaims(ctx context.Context) error {
+// createClaims creates n claims (named chaos-<wave><i>), each with its Pod, spread evenly over the nodes, in a
+// random order and at random gaps; the abandoned claims are deleted again while they are being provisioned,
+// before any Pod uses them.
+func (r *chaosRun) createClaims(ctx context.Context, wave string, n, abandoned int) error {
 	claims := r.s.Client.CoreV1().PersistentVolumeClaims(Namespace)
-	for _, i := range r.rng.Perm(chaosClaims + chaosAbandoned) {
+	for _, i := range r.rng.Perm(n + abandoned) {
 		time.Sleep(time.Duration(r.rng.IntN(400)) * time.Millisecond)
 		node := r.s.NodeOrder[i%len(r.s.NodeOrder)]
-		if i >= chaosClaims {
-			name := fmt.Sprintf("abandoned-%d", i-chaosClaims)
+		if i >= n {
+			name := fmt.Sprintf("abandoned-%s%d", wave, i-n)
 			if _, err := claims.Create(ctx, Claim(name, "stowage-ext4", "1Gi", node, false), metav1.CreateOptions{}); err != nil {
 				return err
 			}
@@ -204,7 +243,7 @@ func (r *chaosRun) createClaims(ctx context.Context) error {
 			}()
 			continue
 		}
-		claim := fmt.Sprintf("chaos-%d", i)
+		claim := fmt.Sprintf("chaos-%s%d", wave, i)
 		r.claimNode[claim] = node
 		if _, err := claims.Create(ctx, Claim(claim, "stowage-ext4", "1Gi", node, false), metav1.CreateOptions{}); err != nil {
 			return err
@@ -222,11 +261,11 @@ func (r *chaosRun) snapshot(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 200*time.Millisecond, 3*time.Second, map[string]int{"ebs-plugin-controller": 2})
 	r.s.EC2.SetFaults(chaosFaults(6, r.seed+1))
 	defer logFaults(t, r.s.Stack, "snapshots")
-	volumes := snapshotVolumes(t, r.volumes, 3)
+	volumes := snapshotVolumes(t, r.volumes, chaosSnapshotCount)
 	runChaos(ctx, t, r.chaos, plan, func() error {
 		ctx, cancel := context.WithTimeout(ctx, chaosConverge)
 		defer cancel()
-		return chaosSnapshots(ctx, r.s.Stack, volumes)
+		return chaosSnapshots(ctx, r.s.Stack, "snapshot-chaos-", volumes)
 	})
 	t.Logf("one EBS snapshot per volume, all deleted")
 }
@@ -238,21 +277,24 @@ func (r *chaosRun) delete(ctx context.Context, t *testing.T) {
 	})
 	r.s.EC2.SetFaults(chaosFaults(15, r.seed+2))
 	defer logFaults(t, r.s.Stack, "deletion")
-	kube := r.s.Client
-	runChaos(ctx, t, r.chaos, plan, func() error {
-		for _, claim := range slices.Sorted(maps.Keys(r.claimNode)) {
-			if err := kube.CoreV1().Pods(Namespace).Delete(ctx, "pod-"+claim, metav1.DeleteOptions{}); err != nil {
-				return err
-			}
-			if err := kube.CoreV1().PersistentVolumeClaims(Namespace).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
-				return err
-			}
-			time.Sleep(time.Duration(r.rng.IntN(300)) * time.Millisecond)
-		}
-		return nil
-	})
+	runChaos(ctx, t, r.chaos, plan, func() error { return r.deleteClaims(ctx) })
 	t.Logf("kills over; waiting for everything to be gone")
 	r.waitEmpty(ctx, t)
+}
+
+// deleteClaims deletes every Pod and claim of r.claimNode, in name order, at random gaps.
+func (r *chaosRun) deleteClaims(ctx context.Context) error {
+	kube := r.s.Client
+	for _, claim := range slices.Sorted(maps.Keys(r.claimNode)) {
+		if err := kube.CoreV1().Pods(Namespace).Delete(ctx, "pod-"+claim, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		if err := kube.CoreV1().PersistentVolumeClaims(Namespace).Delete(ctx, claim, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		time.Sleep(time.Duration(r.rng.IntN(300)) * time.Millisecond)
+	}
+	return nil
 }
 
 // runChaos runs work while the kill plan is carried out, then waits until every process runs again.

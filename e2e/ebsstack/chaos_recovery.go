@@ -147,16 +147,16 @@ func (r Recovery) Line(start time.Time) string {
 }
 
 // RecoveryReport measures the recoveries (Recoveries) and writes a line per kill, timed from NewChaos, then
-// their table by component (RecoverySummary).
-func (c *Chaos) RecoveryReport(w io.Writer) error {
+// their table by component (RecoverySummary); it returns the recoveries.
+func (c *Chaos) RecoveryReport(w io.Writer) ([]Recovery, error) {
 	recs, err := c.Recoveries()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, r := range recs {
 		fmt.Fprintln(w, r.Line(c.start))
 	}
 	fmt.Fprintln(w)
 	RecoverySummary(w, recs)
-	return nil
+	return recs, nil
 }

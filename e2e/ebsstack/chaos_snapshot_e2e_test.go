@@ -19,7 +19,7 @@ import (
 // the caller's kill plan kills the controller; then DeleteSnapshot until it succeeds. Every retried create
 // must find the snapshot it made before (by name), so EC2 must hold exactly one snapshot per volume once all
 // are ready, and none after the deletes.
-func chaosSnapshots(ctx context.Context, s *Stack, volumes []string) error {
+func chaosSnapshots(ctx context.Context, s *Stack, prefix string, volumes []string) error {
 	ctrl, closeCtrl, err := dialController(s.ControllerSocket)
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func chaosSnapshots(ctx context.Context, s *Stack, volumes []string) error {
 	var wg sync.WaitGroup
 	for i, vol := range volumes {
 		wg.Go(func() {
-			req := &csi.CreateSnapshotRequest{Name: fmt.Sprintf("snapshot-chaos-%d", i), SourceVolumeId: vol}
+			req := &csi.CreateSnapshotRequest{Name: fmt.Sprintf("%s%d", prefix, i), SourceVolumeId: vol}
 			errs[i] = retryCSI(ctx, "CreateSnapshot "+req.Name, func(ctx context.Context) (bool, error) {
 				resp, err := ctrl.CreateSnapshot(ctx, req)
 				if err != nil {

@@ -140,3 +140,37 @@ func FormatDuration(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 }
+
+// ChaosTotals are the numbers of a chaos run: Lifecycles volumes taken from claim to deletion (Waves of them
+// at a time, each volume snapshotted once in a run at scale), Faults the emulator injected by kind, the
+// SIGKILLs sent, the Seed that replays the run, and how long it Took.
+type ChaosTotals struct {
+	Lifecycles, Snapshots, Waves, Kills int
+	Faults                              map[string]int
+	Seed                                uint64
+	Took                                time.Duration
+}
+
+// ChaosTable writes the run's table (a line per number, the faults by kind in name order), then the table
+// of recovery times by component (RecoverySummary).
+func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "seed\t%d\n", c.Seed)
+	waves := "waves"
+	if c.Waves == 1 {
+		waves = "wave"
+	}
+	fmt.Fprintf(tw, "lifecycles\t%d (in %d %s)\n", c.Lifecycles, c.Waves, waves)
+	fmt.Fprintf(tw, "snapshots\t%d\n", c.Snapshots)
+	total := 0
+	for _, kind := range slices.Sorted(maps.Keys(c.Faults)) {
+		fmt.Fprintf(tw, "fault: %s\t%d\n", kind, c.Faults[kind])
+		total += c.Faults[kind]
+	}
+	fmt.Fprintf(tw, "faults injected\t%d\n", total)
+	fmt.Fprintf(tw, "SIGKILLs\t%d\n", c.Kills)
+	fmt.Fprintf(tw, "time\t%s\n", FormatDuration(c.Took))
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	RecoverySummary(w, recs)
+}

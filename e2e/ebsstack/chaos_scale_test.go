@@ -1,0 +1,61 @@
+package ebsstack
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestChaosScaleFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    ChaosScale
+		wantErr bool
+	}{
+		{name: "unset is the short form", want: ChaosScale{PerNode: 8, KillEvery: 20 * time.Second}},
+		{name: "all set", env: map[string]string{ChaosLifecyclesEnv: "200", ChaosPerNodeEnv: "5", ChaosKillEveryEnv: "30s"},
+			want: ChaosScale{Lifecycles: 200, PerNode: 5, KillEvery: 30 * time.Second}},
+		{name: "lifecycles not a number", env: map[string]string{ChaosLifecyclesEnv: "many"}, wantErr: true},
+		{name: "zero per node", env: map[string]string{ChaosPerNodeEnv: "0"}, wantErr: true},
+		{name: "negative lifecycles", env: map[string]string{ChaosLifecyclesEnv: "-1"}, wantErr: true},
+		{name: "kill interval without a unit", env: map[string]string{ChaosKillEveryEnv: "20"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ChaosScaleFromEnv(func(k string) string { return tc.env[k] })
+			if (err != nil) != tc.wantErr || (!tc.wantErr && got != tc.want) {
+				t.Errorf("ChaosScaleFromEnv = %+v, %v; want %+v, error %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestWavesSplitTheLifecycles(t *testing.T) {
+	for _, tc := range []struct {
+		n, size int
+		want    []int
+	}{{200, 24, []int{24, 24, 24, 24, 24, 24, 24, 24, 8}}, {40, 24, []int{24, 16}}, {9, 24, []int{9}}, {0, 24, nil}} {
+		if got := Waves(tc.n, tc.size); !slices.Equal(got, tc.want) {
+			t.Errorf("Waves(%d, %d) = %v, want %v", tc.n, tc.size, got, tc.want)
+		}
+	}
+}
+
+func TestPlanEveryKillsAtEachIntervalAndReplays(t *testing.T) {
+	targets := []string{"csi-provisioner", "csi-attacher", "ebs-plugin-controller"}
+	plan := PlanEvery(rand.New(rand.NewPCG(7, 1)), 20*time.Second, 65*time.Second, targets)
+	if len(plan) != 3 {
+		t.Fatalf("%d kills in 65 s at one per 20 s, want 3: %v", len(plan), plan)
+	}
+	for i, k := range plan {
+		if k.At != time.Duration(i+1)*20*time.Second || !slices.Contains(targets, k.Target) {
+			t.Errorf("kill %d = %+v, want at %ds one of %v", i, k, (i+1)*20, targets)
+		}
+	}
+	reversed := slices.Clone(targets)
+	slices.Reverse(reversed)
+	if again := PlanEvery(rand.New(rand.NewPCG(7, 1)), 20*time.Second, 65*time.Second, reversed); !slices.Equal(again, plan) {
+		t.Errorf("the same seed planned %v, then %v with the targets in another order", plan, again)
+	}
+}
