@@ -80,7 +80,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func start(bin, dir string) (*Server, error) {
+// start runs versitygw; extra are global flags before the backend (e.g. --iam-dir).
+func start(bin, dir string, extra ...string) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
@@ -99,9 +100,9 @@ func start(bin, dir string) (*Server, error) {
 			DataDir:   data,
 		}
 		// Each attempt's log replaces the last one's: an error shows why this attempt failed.
-		s.proc, err = rig.Start(rig.Spec{Name: "versitygw", Path: bin, Args: []string{
-			"--access", s.AccessKey, "--secret", s.SecretKey, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet", "posix", data,
-		}, Env: cleanEnv(os.Environ()), LogDir: dir})
+		args := append([]string{"--access", s.AccessKey, "--secret", s.SecretKey, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet"}, extra...)
+		s.proc, err = rig.Start(rig.Spec{Name: "versitygw", Path: bin, Args: append(args, "posix", data),
+			Env: cleanEnv(os.Environ()), LogDir: dir})
 		if err != nil {
 			return nil, err
 		}

@@ -115,6 +115,7 @@ func (s *Stack) startNode(ctx context.Context, name string) error {
 		"AWS_ACCESS_KEY_ID="+s.S3.AccessKey,
 		"AWS_SECRET_ACCESS_KEY="+s.S3.SecretKey,
 	)
+	env = append(env, s.stsNodeEnv()...)
 	var err error
 	if n.Plugin, err = s.start(NodeProcess(name), s.Bins["s3-node"], args, env); err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/stowage-csi/stowage/e2e/kubeletsim"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
+	"github.com/stowage-csi/stowage/e2e/stssim"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -51,6 +52,10 @@ type Options struct {
 	// pointed at the S3 server with its own credentials, and runs Stowage's csi-provisioner beside it under
 	// deploy/rbac/csi-provisioner.yaml. Off, the controller runs as upstream's, without a CSI socket.
 	Provisioner bool
+	// STS runs versitygw with its IAM (accounts that own buckets) and the STS stand-in (e2e/stssim) for
+	// pod-level credentials; s3-node passes its endpoint (AWS_ENDPOINT_URL_STS) and the S3 server's
+	// (AWS_ENDPOINT_URL_S3) to Mountpoint. AddRole makes roles.
+	STS bool
 }
 
 // Node is one simulated node: its s3-node process and its kubelet simulator.
@@ -78,6 +83,10 @@ type Stack struct {
 	Bins map[string]string
 	// ControllerSocket is s3-controller's CSI socket with Options.Provisioner, else "".
 	ControllerSocket string
+	// STS is the STS stand-in with Options.STS, else nil; STSEndpoint its URL.
+	STS         *stssim.Server
+	STSEndpoint string
+	stsListener *stssim.Listener
 
 	removeDir bool
 	mu        sync.Mutex
@@ -145,8 +154,19 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	progress("Starting the S3 server (versitygw)")
-	if s.S3, err = s3server.StartIn(ctx, filepath.Join(s.Dir, "s3")); err != nil {
+	if opts.STS {
+		s.S3, err = s3server.StartInWithIAM(ctx, filepath.Join(s.Dir, "s3"))
+	} else {
+		s.S3, err = s3server.StartIn(ctx, filepath.Join(s.Dir, "s3"))
+	}
+	if err != nil {
 		return nil, err
+	}
+	if opts.STS {
+		progress("Starting the STS stand-in with the API server's ServiceAccount issuer keys")
+		if err := s.startSTS(ctx); err != nil {
+			return nil, err
+		}
 	}
 	progress("Starting s3-controller")
 	if opts.Provisioner {
@@ -272,6 +292,11 @@ func (s *Stack) Stop() error {
 	s.mu.Unlock()
 	for _, p := range procs {
 		p.Stop(stopGrace)
+	}
+	if s.stsListener != nil {
+		if err := s.stsListener.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("stop the STS stand-in: %w", err))
+		}
 	}
 	if s.S3 != nil {
 		s.S3.Stop()

@@ -136,7 +136,6 @@ func (s *Server) assume(roleARN, session, token string) (*assumeResponse, *stsEr
 		// As STS: the same answer whether the role is unknown or does not trust the caller.
 		return nil, senderError(http.StatusForbidden, "AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity (role %s, subject %s)", roleARN, claims.Subject)
 	}
-	roleName := roleARN[strings.LastIndex(roleARN, "/")+1:]
 	res := &assumeResponse{Xmlns: stsNamespace}
 	r := &res.Result
 	r.SubjectFromWebIdentityToken, r.Audience, r.Provider = claims.Subject, Audience, claims.Issuer
@@ -144,9 +143,9 @@ func (s *Server) assume(roleARN, session, token string) (*assumeResponse, *stsEr
 	r.AssumedRoleUser.AssumedRoleID = "AROA" + strings.ToUpper(newID(8)) + ":" + session
 	r.Credentials = credentials{
 		AccessKeyID: role.AccessKeyID, SecretAccessKey: role.SecretAccessKey,
-		// The S3 server knows long-term keys only: the token identifies the session and is not checked there.
-		SessionToken: "stssim-" + roleName + "-" + newID(16),
-		Expiration:   s.cfg.Now().Add(s.cfg.SessionDuration).UTC().Format(time.RFC3339),
+		// No session token: versitygw knows long-term keys only and refuses any x-amz-security-token
+		// (InvalidToken), so the session acts as the account's keys themselves.
+		Expiration: s.cfg.Now().Add(s.cfg.SessionDuration).UTC().Format(time.RFC3339),
 	}
 	return res, nil
 }
@@ -197,7 +196,7 @@ const stsNamespace = "https://sts.amazonaws.com/doc/2011-06-15/"
 type credentials struct {
 	AccessKeyID     string `xml:"AccessKeyId"`
 	SecretAccessKey string `xml:"SecretAccessKey"`
-	SessionToken    string `xml:"SessionToken"`
+	SessionToken    string `xml:"SessionToken,omitempty"`
 	Expiration      string `xml:"Expiration"`
 }
 

@@ -132,7 +132,7 @@ func TestAssumeRoleWithWebIdentity(t *testing.T) {
 			}
 			c := out.Credentials
 			if aws.ToString(c.AccessKeyId) != "AKREADER" || aws.ToString(c.SecretAccessKey) != "secret-reader" ||
-				aws.ToString(c.SessionToken) == "" || !c.Expiration.Equal(now.Add(time.Hour)) {
+				aws.ToString(c.SessionToken) != "" || !c.Expiration.Equal(now.Add(time.Hour)) {
 				t.Errorf("credentials %+v", c)
 			}
 			if got := aws.ToString(out.AssumedRoleUser.Arn); got != "arn:aws:sts::111122223333:assumed-role/reader/s1" {
