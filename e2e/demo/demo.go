@@ -103,30 +103,46 @@ func Run(ctx context.Context, opts Options) (err error) {
 			break
 		}
 	}
-	var s3 *s3stack.Stack
-	if failed == nil {
-		var stopS3 func() error
-		s3, stopS3, failed = startS3(ctx, opts, out, start)
+	// The S3 scenarios: static and dynamic volumes on one stack, then the inline volume on a stack whose
+	// S3 server keeps accounts and has the STS stand-in beside it.
+	var s3Stacks []*s3stack.Stack
+	for _, part := range []struct {
+		dir       string
+		sts       bool
+		scenarios []func(context.Context, *s3stack.Stack, *ebsstack.Report) error
+	}{
+		{"s3-stack", false, []func(context.Context, *s3stack.Stack, *ebsstack.Report) error{s3Sharing, s3Dynamic}},
+		{"s3-sts-stack", true, []func(context.Context, *s3stack.Stack, *ebsstack.Report) error{s3Inline}},
+	} {
+		if failed != nil {
+			break
+		}
+		s3, stopS3, startErr := startS3(ctx, opts, out, start, part.dir, part.sts)
+		failed = startErr
+		if s3 != nil {
+			s3Stacks = append(s3Stacks, s3)
+		}
+		for _, scenario := range part.scenarios {
+			if failed != nil {
+				break
+			}
+			failed = scenario(ctx, s3, report)
+		}
 		if stopS3 != nil {
-			// Deferred after the EBS stack's teardown, so it runs first.
+			// Deferred after the EBS stack's teardown, so it runs first; with --keep the stacks stay up
+			// until Ctrl-C with the EBS one.
 			defer func() {
 				if stopErr := stopS3(); stopErr != nil {
 					err = errors.Join(err, fmt.Errorf("tear down the S3 stack: %w", stopErr))
 				}
 			}()
 		}
-		if failed == nil {
-			failed = s3Sharing(ctx, s3, report)
-		}
-		if failed == nil {
-			failed = s3Dynamic(ctx, s3, report)
-		}
 	}
 	fmt.Fprintln(out)
 	report.Summary(out)
 	if failed != nil {
 		fmt.Fprintf(logFile, "\n%s", s.LogTails(80))
-		if s3 != nil {
+		for _, s3 := range s3Stacks {
 			fmt.Fprintf(logFile, "\n%s", s3.LogTails(80))
 		}
 		fmt.Fprintf(out, "\nThe last lines of every component's log are in %s\n", logPath)
@@ -135,7 +151,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if !opts.Keep {
 		return nil
 	}
-	fmt.Fprintf(out, "\nThe S3 stack keeps running too (its own control plane): KUBECONFIG=%s kubectl get pv,pvc,s3pa,pods -A\n", s3.Cluster.Kubeconfig())
+	for _, s3 := range s3Stacks {
+		fmt.Fprintf(out, "\nAn S3 stack keeps running too (its own control plane): KUBECONFIG=%s kubectl get pv,pvc,s3pa,pods -A\n", s3.Cluster.Kubeconfig())
+	}
 	return keep(ctx, s, l, out)
 }
 

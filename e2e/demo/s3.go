@@ -29,30 +29,30 @@ const (
 
 var s3Apps = [2]string{"s3-app-1", "s3-app-2"}
 
-// startS3 brings up the S3 driver's own stack (package s3stack) after the EBS scenarios: a second control
-// plane, versitygw, s3-controller with its CSI controller service and csi-provisioner (dynamic provisioning),
-// and s3-node with a kubelet simulator on one node. The returned stop tears
-// it down.
-func startS3(ctx context.Context, opts Options, out io.Writer, start time.Time) (*s3stack.Stack, func() error, error) {
+// startS3 brings up one of the S3 driver's own stacks (package s3stack) after the EBS scenarios: a second
+// control plane, versitygw, s3-controller with its CSI controller service and csi-provisioner (dynamic
+// provisioning), and s3-node with a kubelet simulator on one node; with sts, versitygw keeps accounts and the
+// STS stand-in serves pod-level credentials (inline volumes). The returned stop tears it down.
+func startS3(ctx context.Context, opts Options, out io.Writer, start time.Time, name string, sts bool) (*s3stack.Stack, func() error, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return nil, nil, errors.New("the S3 scenario needs FUSE (/dev/fuse); load the fuse module")
+		return nil, nil, errors.New("the S3 scenarios need FUSE (/dev/fuse); load the fuse module")
 	}
 	dir := ""
 	if opts.Dir != "" {
-		dir = filepath.Join(opts.Dir, "s3-stack")
+		dir = filepath.Join(opts.Dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, nil, err
 		}
 	}
 	fmt.Fprintln(out)
-	s, err := s3stack.Start(ctx, s3stack.Options{Dir: dir, Nodes: []string{s3Node}, Provisioner: true, Progress: func(f string, a ...any) {
+	s, err := s3stack.Start(ctx, s3stack.Options{Dir: dir, Nodes: []string{s3Node}, Provisioner: !sts, STS: sts, Progress: func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the S3 stack: %w", err)
 	}
 	stop := func() error {
-		fmt.Fprintln(out, "==> Tearing down the S3 stack: kubelet, s3-node, csi-provisioner, s3-controller, versitygw, control plane")
+		fmt.Fprintln(out, "==> Tearing down the S3 stack: kubelet, s3-node, s3-controller, versitygw, control plane")
 		return s.Stop()
 	}
 	return s, stop, nil

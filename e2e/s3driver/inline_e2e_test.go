@@ -78,7 +78,7 @@ func TestE2ES3DriverInlineVolumes(t *testing.T) {
 		okBefore := s.STS.Calls("ok")
 		const name = "inline-app"
 		cleanupWorkloads(t, s, name)
-		if _, err := createInlineWorkload(ctx, s, name, node, "reader", map[string]string{"bucketName": inlineBkt, "authenticationSource": "pod"}); err != nil {
+		if _, err := s.CreateInlineWorkload(ctx, name, node, "reader", map[string]string{"bucketName": inlineBkt, "authenticationSource": "pod"}); err != nil {
 			t.Fatal(err)
 		}
 		pod, err := s.WaitRunning(ctx, name)
@@ -147,7 +147,7 @@ func TestE2ES3DriverInlineVolumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.pod
 			cleanupWorkloads(t, s, name)
-			pod, err := createInlineWorkload(ctx, s, name, node, tc.sa, tc.attrs)
+			pod, err := s.CreateInlineWorkload(ctx, name, node, tc.sa, tc.attrs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,19 +159,4 @@ func TestE2ES3DriverInlineVolumes(t *testing.T) {
 			checkNothingLeft(t, ctx, s)
 		})
 	}
-}
-
-// createInlineWorkload creates a Pod of ServiceAccount sa on node with one inline volume of the driver.
-func createInlineWorkload(ctx context.Context, s *s3stack.Stack, name, node, sa string, attrs map[string]string) (*v1.Pod, error) {
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: v1.PodSpec{
-			NodeName: node, ServiceAccountName: sa,
-			Containers: []v1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
-			Volumes: []v1.Volume{{Name: s3stack.VolumeName, VolumeSource: v1.VolumeSource{
-				CSI: &v1.CSIVolumeSource{Driver: s3api.DriverName, VolumeAttributes: attrs},
-			}}},
-		},
-	}
-	return s.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{})
 }
