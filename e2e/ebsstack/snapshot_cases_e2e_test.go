@@ -5,7 +5,6 @@ package ebsstack
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -215,7 +214,7 @@ func (c *snapshotCases) deleteDuringCreate(ctx context.Context) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	if err := waitHeldCreate(ctx); err != nil {
+	if err := waitHeldCreate(ctx, ec2s); err != nil {
 		return "", err
 	}
 	if err := c.snaps.SnapshotV1().VolumeSnapshots(Namespace).Delete(ctx, vs.Name, metav1.DeleteOptions{}); err != nil {
@@ -254,7 +253,7 @@ func (c *snapshotCases) killMidCreate(ctx context.Context, name string, deleteWh
 	if err != nil {
 		return "", err
 	}
-	if err := waitHeldCreate(ctx); err != nil {
+	if err := waitHeldCreate(ctx, s.EC2); err != nil {
 		return "", err
 	}
 	if s.EC2.Requests("CreateSnapshot", "OK") != creates {
@@ -486,36 +485,11 @@ func slowCreateSnapshot(s *ec2sim.Server, latency time.Duration) func() {
 }
 
 // waitHeldCreate waits until ec2sim holds exactly one CreateSnapshot in its added latency (slowCreateSnapshot).
-func waitHeldCreate(ctx context.Context) error {
+func waitHeldCreate(ctx context.Context, ec2 *ec2sim.Server) error {
 	return poll(ctx, "ec2sim holding a CreateSnapshot", func(context.Context) (bool, string, error) {
-		n := heldEC2Requests()
+		n := ec2.InFlight("CreateSnapshot")
 		return n == 1, fmt.Sprintf("%d held", n), nil
 	})
-}
-
-// heldEC2Requests counts the EC2 requests ec2sim is holding in its injected latency. ec2sim serves from this
-// test process and has no in-flight hook of its own (Server.Requests counts answers), so a held request is
-// read from the goroutines: one parked in the fault injector's latency wait. With the latency limited to
-// CreateSnapshot, each is a CreateSnapshot ec2sim has received and not yet carried out.
-func heldEC2Requests() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	held := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		// A goroutine's first line is "goroutine N [select]:" (or "[select, 2 minutes]:") while it waits.
-		status, _, _ := strings.Cut(g, "\n")
-		if strings.Contains(status, "[select") && strings.Contains(g, "ec2sim.(*faultInjector).apply(") {
-			held++
-		}
-	}
-	return held
 }
 
 // waitNotFound waits until get answers NotFound.

@@ -83,6 +83,8 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, reqID, c, nil, aerr)
 		return
 	}
+	s.inFlight.add(c.action, 1)
+	defer s.inFlight.add(c.action, -1)
 	fault, aerr := s.interfere(r.Context(), c)
 	switch {
 	case fault == faultDrop:

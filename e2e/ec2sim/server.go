@@ -68,10 +68,11 @@ type Server struct {
 	zones     []string
 	loops     *loopManager
 
-	faults  *faultInjector
-	quotas  *quotaHolder
-	limits  *limiter
-	metrics *metrics
+	faults   *faultInjector
+	inFlight inFlight
+	quotas   *quotaHolder
+	limits   *limiter
+	metrics  *metrics
 
 	ln      net.Listener
 	httpSrv *http.Server
