@@ -72,13 +72,20 @@ func Waves(n, size int) []int {
 	return out
 }
 
-// PlanEvery kills one of targets, drawn from rng, every interval from interval on, for as long as fits before
-// until. The same rng state gives the same plan, so a seed replays a run.
+// PlanEvery kills one of targets every interval from interval on, for as long as fits before until. The
+// targets come in rounds, each a fresh random order drawn from rng, so every process is killed as often as
+// the others (a draw with replacement can skip one for a whole run). The same rng state gives the same plan,
+// so a seed replays a run.
 func PlanEvery(rng *rand.Rand, every, until time.Duration, targets []string) []Kill {
 	targets = slices.Sorted(slices.Values(targets)) // the caller's order must not change the draws
 	var out []Kill
+	var round []int
 	for at := every; at < until; at += every {
-		out = append(out, Kill{At: at, Target: targets[rng.IntN(len(targets))]})
+		if len(round) == 0 {
+			round = rng.Perm(len(targets))
+		}
+		out = append(out, Kill{At: at, Target: targets[round[0]]})
+		round = round[1:]
 	}
 	return out
 }

@@ -52,7 +52,7 @@ func faultsByKind(ec2 *ec2sim.Server) map[string]int {
 // each wave's claims (and two abandoned ones) are created with their Pods and must all run attached to only
 // their node; each volume is snapshotted once (the snapshot then deleted); then every Pod and claim is
 // deleted and nothing may be left before the next wave. The faults stay on and a random Stowage process is
-// SIGKILLed every scale.KillEvery throughout, across the waves.
+// SIGKILLed every scale.KillEvery throughout, across the waves (each process once per round, PlanEvery).
 func (r *chaosRun) runAtScale(ctx context.Context, t *testing.T, scale ChaosScale) {
 	perNode := min(scale.PerNode, r.attachLimit(ctx, t))
 	waves := Waves(scale.Lifecycles, perNode*len(r.s.NodeOrder))

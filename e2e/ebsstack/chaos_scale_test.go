@@ -42,7 +42,7 @@ func TestWavesSplitTheLifecycles(t *testing.T) {
 	}
 }
 
-func TestPlanEveryKillsAtEachIntervalAndReplays(t *testing.T) {
+func TestPlanEveryKillsEachTargetOncePerRoundAndReplays(t *testing.T) {
 	targets := []string{"csi-provisioner", "csi-attacher", "ebs-plugin-controller"}
 	plan := PlanEvery(rand.New(rand.NewPCG(7, 1)), 20*time.Second, 65*time.Second, targets)
 	if len(plan) != 3 {
@@ -51,6 +51,16 @@ func TestPlanEveryKillsAtEachIntervalAndReplays(t *testing.T) {
 	for i, k := range plan {
 		if k.At != time.Duration(i+1)*20*time.Second || !slices.Contains(targets, k.Target) {
 			t.Errorf("kill %d = %+v, want at %ds one of %v", i, k, (i+1)*20, targets)
+		}
+	}
+	rounds := PlanEvery(rand.New(rand.NewPCG(7, 1)), time.Second, 31*time.Second, targets)
+	for i := 0; i+len(targets) <= len(rounds); i += len(targets) {
+		var got []string
+		for _, k := range rounds[i : i+len(targets)] {
+			got = append(got, k.Target)
+		}
+		if slices.Sort(got); !slices.Equal(got, slices.Sorted(slices.Values(targets))) {
+			t.Errorf("kills %d to %d hit %v, want each of %v once", i, i+len(targets)-1, got, targets)
 		}
 	}
 	reversed := slices.Clone(targets)
