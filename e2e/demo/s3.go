@@ -113,16 +113,17 @@ func s3Sharing(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 			if err := os.WriteFile(filepath.Join(s.PublishPath(pods[0]), s3File), data, 0o644); err != nil {
 				return "", err
 			}
-			got, err := os.ReadFile(filepath.Join(s.PublishPath(pods[1]), s3File))
-			if err != nil {
+			if err := s.WaitObject(ctx, s3Bucket, s3File, data); err != nil {
 				return "", err
 			}
-			if !bytes.Equal(got, data) {
-				return "", fmt.Errorf("%s read %q through %s, want %q", s3File, got, s3Apps[1], data)
-			}
-			obj, err := s.S3.GetObject(ctx, s3Bucket, s3File)
-			if err != nil || !bytes.Equal(obj, data) {
-				return "", fmt.Errorf("object %s in bucket %s: %q, %v", s3File, s3Bucket, obj, err)
+			var got []byte
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, s3stack.StepTimeout, true, func(context.Context) (bool, error) {
+				var err error
+				got, err = os.ReadFile(filepath.Join(s.PublishPath(pods[1]), s3File))
+				return err == nil && bytes.Equal(got, data), nil
+			})
+			if err != nil {
+				return "", fmt.Errorf("%s read %q through %s, want %q: %w", s3File, got, s3Apps[1], data, err)
 			}
 			return fmt.Sprintf("%s wrote %s (%d bytes), %s read the same bytes; object s3://%s/%s", s3Apps[0], s3File, len(data), s3Apps[1], s3Bucket, s3File), nil
 		}},

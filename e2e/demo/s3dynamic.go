@@ -1,7 +1,6 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -71,9 +70,8 @@ func s3Dynamic(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 			if err := os.WriteFile(filepath.Join(dir, s3File), data, 0o644); err != nil {
 				return "", err
 			}
-			got, err := s.S3.GetObject(ctx, s3DynBucket, prefix+s3File)
-			if err != nil || !bytes.Equal(got, data) {
-				return "", fmt.Errorf("object %s%s: %q, %v", prefix, s3File, got, err)
+			if err := s.WaitObject(ctx, s3DynBucket, prefix+s3File, data); err != nil {
+				return "", err
 			}
 			return fmt.Sprintf("Pod %s wrote %s; it is s3://%s/%s%s", s3DynPod, s3File, s3DynBucket, prefix, s3File), nil
 		}},

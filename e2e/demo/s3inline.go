@@ -71,8 +71,8 @@ func s3Inline(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) er
 			if err := os.WriteFile(filepath.Join(dir, s3File), data, 0o644); err != nil {
 				return "", err
 			}
-			if _, err := s.S3.GetObject(ctx, s3InlineBucket, s3File); err != nil {
-				return "", fmt.Errorf("object %s in %s: %w", s3File, s3InlineBucket, err)
+			if err := s.WaitObject(ctx, s3InlineBucket, s3File, data); err != nil {
+				return "", err
 			}
 			return fmt.Sprintf("%s wrote %s; it is s3://%s/%s", s3InlinePod, s3File, s3InlineBucket, s3File), nil
 		}},

@@ -66,9 +66,7 @@ func TestE2ES3DynamicProvisioning(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dynPublishPath(s, a, pvOne), "file"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.S3.GetObject(ctx, dynamicBucket, prefixOne+"file"); err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("object %s after the write: %q, %v", prefixOne+"file", got, err)
-	}
+	must(t, s.WaitObject(ctx, dynamicBucket, prefixOne+"file", data))
 	rig.Eventually(t, ctx, 30*time.Second, "the file through the second Pod's mount", func(context.Context) (bool, error) {
 		got, err := os.ReadFile(filepath.Join(dynPublishPath(s, b, pvOne), "file"))
 		return bytes.Equal(got, data), err

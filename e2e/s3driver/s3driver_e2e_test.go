@@ -121,9 +121,8 @@ func TestE2ES3DriverSharing(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(s.PublishPath(a), "note.txt"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.S3.GetObject(ctx, "bucket-shared", "note.txt")
-	if err != nil || !bytes.Equal(got, data) {
-		t.Fatalf("object after the write: %q, %v", got, err)
+	if err := s.WaitObject(ctx, "bucket-shared", "note.txt", data); err != nil {
+		t.Fatal(err)
 	}
 	rig.Eventually(t, ctx, 30*time.Second, "the note through the read-only workload's mount", func(context.Context) (bool, error) {
 		got, err := os.ReadFile(filepath.Join(s.PublishPath(ro), "note.txt"))

@@ -1,6 +1,7 @@
 package s3stack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -174,3 +175,25 @@ func (s *Stack) poll(ctx context.Context, what string, cond func(context.Context
 
 // Int64 returns a pointer to v, for Workload.FSGroup.
 func Int64(v int64) *int64 { return &v }
+
+// WaitObject waits until the bucket holds key with exactly want. A file written through a mount becomes an
+// object when s3-fuse completes its upload: at close(2) if the closing thread is the opener's process, else
+// at the kernel's asynchronous release. Inside the Mountpoint Pod's PID namespace s3-fuse cannot map a
+// writer's thread to its process, so a Go writer whose close runs on another thread than its open (as
+// in these tests) sees the object only a moment after close returns.
+func (s *Stack) WaitObject(ctx context.Context, bucket, key string, want []byte) error {
+	var last string
+	err := s.poll(ctx, "object "+bucket+"/"+key, func(ctx context.Context) (bool, error) {
+		got, err := s.S3.GetObject(ctx, bucket, key)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprintf("%d bytes", len(got))
+		return bytes.Equal(got, want), nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %s)", err, last)
+	}
+	return nil
+}
