@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
+	"strings"
 
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
@@ -33,9 +34,15 @@ func isGroupMember(vs *snapv1.VolumeSnapshot) bool {
 	return ok
 }
 
-// groupMembers lists the member VolumeSnapshots of gs from the cache.
+// groupMembers lists the member VolumeSnapshots of gs from the cache, by name, so that what is done to them
+// happens in the same order on every sync (the cache's order is a map's).
 func (c *Controller) groupMembers(gs *groupv1.VolumeGroupSnapshot) ([]*snapv1.VolumeSnapshot, error) {
-	return c.snapshots.VolumeSnapshots(gs.Namespace).List(labels.SelectorFromSet(labels.Set{LabelGroupSnapshotName: gs.Name}))
+	members, err := c.snapshots.VolumeSnapshots(gs.Namespace).List(labels.SelectorFromSet(labels.Set{LabelGroupSnapshotName: gs.Name}))
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(members, func(a, b *snapv1.VolumeSnapshot) int { return strings.Compare(a.Name, b.Name) })
+	return members, nil
 }
 
 // createMembers makes, once the group content's status lists the members' snapshot handles, one
