@@ -51,20 +51,3 @@ func TestServeOverSocket(t *testing.T) {
 		t.Errorf("Start after cancel: %v", err)
 	}
 }
-
-func TestParseEndpoint(t *testing.T) {
-	for ep, want := range map[string]string{
-		"unix:///csi/csi.sock": "unix /csi/csi.sock", "unix://tmp/csi.sock": "unix /tmp/csi.sock",
-		"unix:/csi/csi.sock": "unix /csi/csi.sock", "tcp://127.0.0.1:10000": "tcp 127.0.0.1:10000",
-	} {
-		n, a, err := parseEndpoint(ep)
-		if err != nil || n+" "+a != want {
-			t.Errorf("%s: %s %s %v, want %s", ep, n, a, err, want)
-		}
-	}
-	for _, bad := range []string{"/csi/csi.sock", "unix://", "http://x"} {
-		if _, _, err := parseEndpoint(bad); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-}

@@ -4,12 +4,6 @@ package driver
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
@@ -19,6 +13,7 @@ import (
 	"github.com/stowage-csi/stowage/s3-node/internal/attachments"
 	"github.com/stowage-csi/stowage/s3-node/internal/credentials"
 	"github.com/stowage-csi/stowage/s3-node/internal/mounter"
+	"github.com/stowage-csi/stowage/shared/csiserver"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -61,78 +56,12 @@ type Driver struct {
 // New returns a driver.
 func New(opts Options) *Driver { return &Driver{opts: opts} }
 
-// Run serves the identity and node services on the endpoint until ctx ends.
+// Run serves the identity and node services on the endpoint until ctx ends. Requests are logged by type
+// only: they carry service account tokens in their volume context.
 func (d *Driver) Run(ctx context.Context) error {
-	network, addr, err := ParseEndpoint(d.opts.Endpoint)
-	if err != nil {
-		return err
-	}
-	if network == "unix" {
-		if err := os.MkdirAll(filepath.Dir(addr), 0o755); err != nil {
-			return fmt.Errorf("create socket directory: %w", err)
-		}
-		if err := os.Remove(addr); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove stale socket %s: %w", addr, err)
-		}
-	}
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.opts.Endpoint, err)
-	}
-	logger := klog.FromContext(ctx)
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxRecvMsgSize), grpc.UnaryInterceptor(logInterceptor(logger)))
-	csi.RegisterIdentityServer(srv, d)
-	csi.RegisterNodeServer(srv, d)
-	logger.Info("Serving CSI", "endpoint", d.opts.Endpoint, "driver", s3api.DriverName, "version", d.opts.Version, "node", d.opts.NodeID)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve CSI: %w", err)
-	case <-ctx.Done():
-	}
-	srv.GracefulStop()
-	if err := <-served; err != nil {
-		return fmt.Errorf("serve CSI: %w", err)
-	}
-	return nil
-}
-
-// ParseEndpoint reads --endpoint: unix:///abs, unix://rel (relative to /, upstream's default
-// unix://tmp/csi.sock), unix:/abs, or tcp://host:port.
-func ParseEndpoint(ep string) (network, addr string, err error) {
-	u, err := url.Parse(ep)
-	if err != nil {
-		return "", "", fmt.Errorf("--endpoint %q: %w", ep, err)
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "unix":
-		addr = u.Path
-		if u.Host != "" {
-			addr = "/" + u.Host + u.Path
-		}
-		if addr == "" {
-			return "", "", fmt.Errorf("--endpoint %q: no socket path", ep)
-		}
-		return "unix", addr, nil
-	case "tcp":
-		return "tcp", u.Host, nil
-	}
-	return "", "", fmt.Errorf("--endpoint %q: scheme must be unix or tcp", ep)
-}
-
-func logInterceptor(logger klog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		l := logger.WithValues("method", info.FullMethod)
-		ctx = klog.NewContext(ctx, l)
-		// Requests carry service account tokens in their volume context: only their type is logged.
-		l.V(4).Info("CSI request", "type", fmt.Sprintf("%T", req))
-		resp, err := handler(ctx, req)
-		if err != nil {
-			l.V(2).Info("CSI request failed", "err", err.Error())
-		} else {
-			l.V(4).Info("CSI response", "response", resp)
-		}
-		return resp, err
-	}
+	klog.FromContext(ctx).Info("Serving CSI", "endpoint", d.opts.Endpoint, "driver", s3api.DriverName, "version", d.opts.Version, "node", d.opts.NodeID)
+	return csiserver.Serve(ctx, "--endpoint", d.opts.Endpoint, func(srv *grpc.Server) {
+		csi.RegisterIdentityServer(srv, d)
+		csi.RegisterNodeServer(srv, d)
+	}, grpc.MaxRecvMsgSize(maxRecvMsgSize))
 }

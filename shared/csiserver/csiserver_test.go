@@ -1,0 +1,82 @@
+package csiserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+func TestParseEndpoint(t *testing.T) {
+	for ep, want := range map[string]string{
+		"unix:///csi/csi.sock": "unix /csi/csi.sock",
+		"unix://tmp/csi.sock":  "unix /tmp/csi.sock", // upstream's default, relative to /
+		"unix:/var/lib/kubelet/plugins/s3.csi.aws.com/csi.sock": "unix /var/lib/kubelet/plugins/s3.csi.aws.com/csi.sock", // upstream's chart
+		"tcp://127.0.0.1:10000":                                 "tcp 127.0.0.1:10000",
+	} {
+		n, a, err := ParseEndpoint("--endpoint", ep)
+		if err != nil || n+" "+a != want {
+			t.Errorf("%s: %s %s %v, want %s", ep, n, a, err, want)
+		}
+	}
+	for _, bad := range []string{"/csi/csi.sock", "unix://", "http://x", "::"} {
+		if _, _, err := ParseEndpoint("--endpoint", bad); err == nil || !strings.Contains(err.Error(), "--endpoint") {
+			t.Errorf("%s: %v, want an error naming the flag", bad, err)
+		}
+	}
+}
+
+// identity answers Probe only.
+type identity struct {
+	csi.UnimplementedIdentityServer
+}
+
+func (identity) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+func TestServeReplacesAStaleSocketAndStopsWithItsContext(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "sub", "csi.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	register := func(s *grpc.Server) { csi.RegisterIdentityServer(s, identity{}) }
+	go func() { done <- Serve(ctx, "--endpoint", "unix://"+sock, register) }()
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	probeCtx, probeCancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer probeCancel()
+	if _, err := csi.NewIdentityClient(conn).Probe(probeCtx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve after cancel: %v", err)
+	}
+	// A file left at the socket's path, as by a killed process: a new Serve replaces it.
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() { done <- Serve(ctx2, "--endpoint", "unix://"+sock, register) }()
+	conn2, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	if _, err := csi.NewIdentityClient(conn2).Probe(probeCtx, &csi.ProbeRequest{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatal(err)
+	}
+	cancel2()
+	if err := <-done; err != nil {
+		t.Fatalf("second Serve after cancel: %v", err)
+	}
+}
