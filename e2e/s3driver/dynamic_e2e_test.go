@@ -28,7 +28,7 @@ const dynamicBucket = "dynamic"
 // class says nothing and removes exactly the volume's prefix when it sets deleteObjectsOnDelete; a class
 // naming a missing bucket leaves its claim Pending with an Event naming the bucket.
 func TestE2ES3DynamicProvisioning(t *testing.T) {
-	ctx, s := startDynamicStack(t)
+	ctx, s := startStack(t, s3stack.Options{Provisioner: true})
 	if err := s.S3.CreateBucket(ctx, dynamicBucket); err != nil {
 		t.Fatal(err)
 	}
@@ -110,25 +110,6 @@ func TestE2ES3DynamicProvisioning(t *testing.T) {
 	if log, err := os.ReadFile(s.Process(s3stack.ProvisionerName).LogPath); err != nil || strings.Contains(string(log), "forbidden") {
 		t.Errorf("csi-provisioner was refused something under its RBAC (%v):\n%s", err, log)
 	}
-}
-
-func startDynamicStack(t *testing.T) (context.Context, *s3stack.Stack) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel)
-	s, err := s3stack.Start(ctx, s3stack.Options{Provisioner: true, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(s.LogTails(60))
-		}
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ctx, s
 }
 
 // dynPublishPath is the Pod's mount of a dynamic volume: the kubelet names the directory after the PV.

@@ -20,7 +20,7 @@ import (
 // the option's name for a refused mount option), nothing is mounted for it, and deleting it ends its
 // Mountpoint Pod (exit 0) and leaves no attachment or mount.
 func TestE2ES3DriverMountErrors(t *testing.T) {
-	ctx, s := startStack(t, "node-a")
+	ctx, s := startStack(t, s3stack.Options{Nodes: []string{"node-a"}})
 	node := s.NodeOrder[0]
 
 	for _, tc := range []struct {

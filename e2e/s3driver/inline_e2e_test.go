@@ -39,20 +39,7 @@ const (
 //     the bucket, and an inline volume with driver-level credentials each get a FailedMount that says why,
 //     and leave nothing behind.
 func TestE2ES3DriverInlineVolumes(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel)
-	s, err := s3stack.Start(ctx, s3stack.Options{Nodes: []string{"node-a"}, STS: true, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(s.LogTails(60))
-		}
-		if err := s.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	ctx, s := startStack(t, s3stack.Options{Nodes: []string{"node-a"}, STS: true})
 	if err := s.AddRole(ctx, inlineRole, inlineBkt, "default/reader"); err != nil {
 		t.Fatal(err)
 	}

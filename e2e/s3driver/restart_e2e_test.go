@@ -34,7 +34,7 @@ func kill9(t *testing.T, ctx context.Context, s *s3stack.Stack, name string) {
 // restarts them: every workload then mounts and reads and writes through its mount, each sharing group has
 // exactly one Mountpoint Pod, and deleting the workloads leaves no Mountpoint Pod, attachment or mount.
 func TestE2ES3DriverRestarts(t *testing.T) {
-	ctx, s := startStack(t)
+	ctx, s := startStack(t, s3stack.Options{})
 	nodeA, nodeB := s.NodeOrder[0], s.NodeOrder[1]
 
 	t.Run("s3-node killed mid-publish", func(t *testing.T) {

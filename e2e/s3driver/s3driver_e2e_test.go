@@ -18,13 +18,14 @@ import (
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
-// startStack starts the S3 stack for one test, on the given nodes (default: the stack's two); t.Cleanup
+// startStack starts the S3 stack for one test with opts (its progress goes to the test log); t.Cleanup
 // stops it and fails the test if anything is left mounted.
-func startStack(t *testing.T, nodes ...string) (context.Context, *s3stack.Stack) {
+func startStack(t *testing.T, opts s3stack.Options) (context.Context, *s3stack.Stack) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
-	s, err := s3stack.Start(ctx, s3stack.Options{Nodes: nodes, Progress: func(f string, a ...any) { t.Logf(f, a...) }})
+	opts.Progress = func(f string, a ...any) { t.Logf(f, a...) }
+	s, err := s3stack.Start(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func events(ctx context.Context, s *s3stack.Stack, pod string) string {
 // (exit 0, Succeeded, then deleted, as a watch from the start saw them), s3-node removes the credential
 // files from each Pod's comm dir before the Pod ends, and no attachment or mount is left.
 func TestE2ES3DriverSharing(t *testing.T) {
-	ctx, s := startStack(t)
+	ctx, s := startStack(t, s3stack.Options{})
 	mps := watchMountpointPods(t, s)
 	if err := s.CreateVolume(ctx, s3stack.Volume{Name: "shared", Bucket: "bucket-shared", MountOptions: []string{"allow-delete", "allow-other"}}); err != nil {
 		t.Fatal(err)
