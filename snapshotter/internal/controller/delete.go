@@ -117,18 +117,24 @@ func (c *Controller) boundContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnap
 // precondition keeps it off a content recreated under the same name. (Upstream replaces the whole annotation
 // map without any precondition, which can drop csi-snapshotter's annotation.)
 func (c *Controller) markBeingDeleted(ctx context.Context, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-	if _, ok := content.Annotations[snapapi.AnnBeingDeleted]; ok {
-		return content, nil
+	return annotateOnce(ctx, content, "VolumeSnapshotContent", snapapi.AnnBeingDeleted, c.contentPatch())
+}
+
+// annotateOnce sets annotation key to "yes" on obj unless it is there, with a merge patch of that one key under
+// a UID precondition (see markBeingDeleted), and returns the object as written.
+func annotateOnce[T patch.Object](ctx context.Context, obj T, kind, key string, p patch.Func[T]) (T, error) {
+	if _, ok := obj.GetAnnotations()[key]; ok {
+		return obj, nil
 	}
 	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": content.UID, "annotations": map[string]string{snapapi.AnnBeingDeleted: "yes"},
+		"uid": obj.GetUID(), "annotations": map[string]string{key: "yes"},
 	}})
 	if err != nil {
-		return content, err
+		return obj, err
 	}
-	updated, err := c.contentPatch()(ctx, content.Name, types.MergePatchType, body, metav1.PatchOptions{})
+	updated, err := p(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{})
 	if err != nil {
-		return content, fmt.Errorf("annotating VolumeSnapshotContent %s %s: %w", content.Name, snapapi.AnnBeingDeleted, err)
+		return obj, fmt.Errorf("annotating %s %s %s: %w", kind, obj.GetName(), key, err)
 	}
 	return updated, nil
 }

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
@@ -113,18 +111,5 @@ func (c *Controller) boundGroupContent(gs *groupv1.VolumeGroupSnapshot) (*groupv
 // markGroupBeingDeleted sets volumegroupsnapshot-being-deleted on gc, with a merge patch of that one key under
 // a UID precondition, for the reasons markBeingDeleted gives.
 func (c *Controller) markGroupBeingDeleted(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-	if _, ok := gc.Annotations[snapapi.AnnGroupBeingDeleted]; ok {
-		return gc, nil
-	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": gc.UID, "annotations": map[string]string{snapapi.AnnGroupBeingDeleted: "yes"},
-	}})
-	if err != nil {
-		return gc, err
-	}
-	updated, err := c.groupContentPatch()(ctx, gc.Name, types.MergePatchType, body, metav1.PatchOptions{})
-	if err != nil {
-		return gc, fmt.Errorf("annotating VolumeGroupSnapshotContent %s %s: %w", gc.Name, snapapi.AnnGroupBeingDeleted, err)
-	}
-	return updated, nil
+	return annotateOnce(ctx, gc, "VolumeGroupSnapshotContent", snapapi.AnnGroupBeingDeleted, c.groupContentPatch())
 }
