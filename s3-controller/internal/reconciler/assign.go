@@ -90,6 +90,11 @@ func (r *Reconciler) assign(ctx context.Context, v *volume, spec s3api.Mountpoin
 			if err != nil {
 				return err
 			}
+			if mp == nil && len(s3pa.Spec.MountpointS3PodAttachments[name]) > 0 {
+				// Named for workloads and not created yet: a predecessor's intent (or a deleted Pod) that the
+				// reconcile of those workloads completes. A new Pod now would split one sharing group in two.
+				return fmt.Errorf("mountpoint Pod %s of attachment %s is not created yet: waiting for it", name, s3pa.Name)
+			}
 			if mp != nil && r.takesWorkloads(mp, v.access) {
 				if err := r.addWorkload(ctx, s3pa, name, entry); err != nil {
 					return err

@@ -292,3 +292,26 @@ func TestWritesArePreconditioned(t *testing.T) {
 		t.Fatal("Mountpoint Pod asked to unmount on the word of a stale attachment")
 	}
 }
+
+// A Mountpoint Pod named in the attachment for a workload but not created yet (a predecessor killed between
+// the two writes) is that group's Pod: a second workload of the group waits for it to be created instead of
+// getting a Pod of its own, and joins it once the first workload's reconcile has created it.
+func TestNewWorkloadWaitsForAnIntendedMountpointPod(t *testing.T) {
+	a, b := workload("a", "pv"), workload("b", "pv")
+	e := newEnv(t, append(volumeObjs("pv", nil), a, b)...)
+	e.mustReconcile(a)
+	mp := e.attachments()[0].MountpointPodFor("uid-a")
+	if err := e.c.Delete(context.Background(), e.pod(testNS, mp)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.reconcile(b); err == nil {
+		t.Fatal("the second workload was placed while its group's Mountpoint Pod does not exist")
+	}
+	if n := len(e.mountpointPods()); n != 0 {
+		t.Fatalf("%d Mountpoint Pods made while the group's Pod is pending, want 0", n)
+	}
+	e.mustReconcile(a, b)
+	if got := e.attachments()[0].MountpointPodFor("uid-b"); got != mp || len(e.mountpointPods()) != 1 {
+		t.Fatalf("second workload on %q with %d Mountpoint Pods, want %s and 1", got, len(e.mountpointPods()), mp)
+	}
+}
