@@ -3,7 +3,9 @@ package ec2sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -29,9 +31,20 @@ type Faults struct {
 	// It is how production drivers leak volumes and snapshots or act twice: the caller cannot tell it from
 	// a request that never ran.
 	LostAnswerRate float64 `json:"lostAnswerRate,omitempty"`
+	// Slow holds some calls of one action longer than the others, by action name ("AttachVolume"): a
+	// congested attach on EC2's side, while every other call answers at once. It applies whatever Actions
+	// says and is not bounded by Budget; each slowed call is counted in ec2sim_slowed_requests_total.
+	Slow map[string]SlowCalls `json:"slow,omitempty"`
 	// Seed seeds the faults' randomness, so a run's faults replay when its requests come in the same order.
 	// Zero picks a seed; Server.FaultSeed reports the one in use.
 	Seed uint64 `json:"seed,omitempty"`
+}
+
+// SlowCalls slows a share of one action's calls: each call is held Latency (JSON: nanoseconds) before it is
+// served with probability Rate, drawn from the faults' seeded source, so a seed replays which calls were slow.
+type SlowCalls struct {
+	Rate    float64       `json:"rate"`
+	Latency time.Duration `json:"latency"`
 }
 
 func (f Faults) validate() error {
@@ -45,6 +58,17 @@ func (f Faults) validate() error {
 	}
 	if f.Budget < 0 {
 		return fmt.Errorf("budget %d is negative", f.Budget)
+	}
+	for action, sc := range f.Slow {
+		if _, known := actions[action]; !known {
+			return fmt.Errorf("slow: %q is not an action of the emulator", action)
+		}
+		if sc.Rate < 0 || sc.Rate > 1 {
+			return fmt.Errorf("slow %s: rate %v is not in [0, 1]", action, sc.Rate)
+		}
+		if sc.Latency <= 0 {
+			return fmt.Errorf("slow %s: latency %v is not positive", action, sc.Latency)
+		}
 	}
 	return nil
 }
@@ -93,6 +117,7 @@ func (fi *faultInjector) get() Faults {
 	defer fi.mu.Unlock()
 	f := fi.f
 	f.Actions = append([]string(nil), fi.f.Actions...)
+	f.Slow = maps.Clone(fi.f.Slow)
 	f.Budget = fi.budget
 	return f
 }
@@ -109,50 +134,68 @@ func (fi *faultInjector) stuckAttach() bool {
 	return fi.f.StuckAttach
 }
 
-// apply sleeps the added latency and picks the fault for this request, if any. Only a mutating action can
-// lose its answer: a lost Describe is just a drop.
-func (fi *faultInjector) apply(ctx context.Context, action string, mutating bool) faultKind {
+// decision is what the faults do to one request: the fault to answer with, how long to hold it first, and
+// whether Faults.Slow is part of that hold.
+type decision struct {
+	kind   faultKind
+	delay  time.Duration
+	slowed bool
+}
+
+// decide picks the fault for this request, if any, and its hold: the added latency of a request Actions
+// selects, plus the action's Slow latency when that draw slows it. Only a mutating action can lose its
+// answer: a lost Describe is just a drop. The draws come from the seeded source in a fixed order (the fault,
+// then the slowing), so a seed replays both.
+func (fi *faultInjector) decide(action string, mutating bool) decision {
 	fi.mu.Lock()
+	defer fi.mu.Unlock()
 	f := fi.f
-	match := len(f.Actions) == 0
-	for _, a := range f.Actions {
-		if a == action {
-			match = true
-		}
+	var d decision
+	if len(f.Actions) == 0 || slices.Contains(f.Actions, action) {
+		d.kind, d.delay = fi.drawLocked(f, mutating), f.Latency
 	}
-	if !match {
-		fi.mu.Unlock()
+	if sc, ok := f.Slow[action]; ok && sc.Rate > 0 && fi.rng.Float64() < sc.Rate {
+		d.delay += sc.Latency
+		d.slowed = true
+	}
+	return d
+}
+
+// hold waits d, or until the caller has gone away.
+func hold(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// drawLocked draws the fault of a request that Actions selects, within the budget; fi.mu is held.
+func (fi *faultInjector) drawLocked(f Faults, mutating bool) faultKind {
+	if f.Budget > 0 && fi.budget <= 0 {
 		return faultNone
 	}
+	rng := fi.rng
 	kind := faultNone
-	exhausted := f.Budget > 0 && fi.budget <= 0
-	if !exhausted {
-		rng := fi.rng
-		switch {
-		case f.DropRate > 0 && rng.Float64() < f.DropRate:
-			kind = faultDrop
-		case f.ThrottleRate > 0 && rng.Float64() < f.ThrottleRate:
-			kind = faultThrottle
-		case f.InternalErrorRate > 0 && rng.Float64() < f.InternalErrorRate:
-			kind = faultInternal
-		case mutating && f.LostAnswerRate > 0 && rng.Float64() < f.LostAnswerRate:
-			kind = faultLostDrop
-			if rng.IntN(2) == 1 {
-				kind = faultLostInternal
-			}
-		}
-		if kind != faultNone && f.Budget > 0 {
-			fi.budget--
+	switch {
+	case f.DropRate > 0 && rng.Float64() < f.DropRate:
+		kind = faultDrop
+	case f.ThrottleRate > 0 && rng.Float64() < f.ThrottleRate:
+		kind = faultThrottle
+	case f.InternalErrorRate > 0 && rng.Float64() < f.InternalErrorRate:
+		kind = faultInternal
+	case mutating && f.LostAnswerRate > 0 && rng.Float64() < f.LostAnswerRate:
+		kind = faultLostDrop
+		if rng.IntN(2) == 1 {
+			kind = faultLostInternal
 		}
 	}
-	fi.mu.Unlock()
-	if f.Latency > 0 {
-		t := time.NewTimer(f.Latency)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+	if kind != faultNone && f.Budget > 0 {
+		fi.budget--
 	}
 	return kind
 }

@@ -225,14 +225,21 @@ func TestLostAnswerAppliesTheAction(t *testing.T) {
 	}
 }
 
-// TestFaultsReplayFromSeed: the same seed gives the same faults for the same requests in the same order, and
-// the seed picked when none was given is reported, so a failing run can be replayed.
+// TestFaultsReplayFromSeed: the same seed gives the same faults and the same slowed calls for the same
+// requests in the same order, and the seed picked when none was given is reported, so a failing run can be
+// replayed.
 func TestFaultsReplayFromSeed(t *testing.T) {
-	f := Faults{ThrottleRate: 0.3, InternalErrorRate: 0.2, DropRate: 0.1, LostAnswerRate: 0.3}
-	sequence := func(fi *faultInjector) []faultKind {
-		out := make([]faultKind, 200)
+	f := Faults{ThrottleRate: 0.3, InternalErrorRate: 0.2, DropRate: 0.1, LostAnswerRate: 0.3,
+		Slow: map[string]SlowCalls{"CreateVolume": {Rate: 0.4, Latency: time.Nanosecond}}}
+	type draw struct {
+		kind faultKind
+		slow bool
+	}
+	sequence := func(fi *faultInjector) []draw {
+		out := make([]draw, 200)
 		for i := range out {
-			out[i] = fi.apply(context.Background(), "CreateVolume", i%3 != 0)
+			d := fi.decide("CreateVolume", i%3 != 0)
+			out[i].kind, out[i].slow = d.kind, d.slowed
 		}
 		return out
 	}
@@ -245,17 +252,63 @@ func TestFaultsReplayFromSeed(t *testing.T) {
 	if !slices.Equal(a, b) {
 		t.Fatalf("seed %d gave two sequences:\n%v\n%v", picked, a, b)
 	}
-	kinds := map[faultKind]bool{}
-	for _, k := range a {
-		kinds[k] = true
+	kinds, slowed := map[faultKind]bool{}, map[bool]int{}
+	for _, d := range a {
+		kinds[d.kind] = true
+		slowed[d.slow]++
 	}
 	for _, k := range []faultKind{faultNone, faultThrottle, faultInternal, faultDrop, faultLostDrop, faultLostInternal} {
 		if !kinds[k] {
 			t.Errorf("200 requests never drew fault kind %d", k)
 		}
 	}
+	if slowed[true] < 40 || slowed[false] < 40 {
+		t.Errorf("at rate 0.4, %d of 200 calls were slowed", slowed[true])
+	}
 	f.Seed = picked + 1
 	if slices.Equal(a, sequence(newFaultInjector(f))) {
 		t.Errorf("seeds %d and %d gave the same 200 faults", picked, picked+1)
+	}
+}
+
+// TestSlowFaultHoldsOnlyItsAction: Slow holds the calls of the action it names (here every AttachVolume,
+// for longer than the test) whatever Actions selects, counts them, and leaves every other action as fast as
+// before; a Slow entry naming no action of the emulator, or with a rate outside [0, 1], is refused.
+func TestSlowFaultHoldsOnlyItsAction(t *testing.T) {
+	s := startServer(t, func(c *Config) {
+		c.Faults = Faults{Actions: []string{"CreateVolume"}, Slow: map[string]SlowCalls{"AttachVolume": {Rate: 1, Latency: time.Hour}}}
+	})
+	c := newClient(t, s, func(o *clientOpts) { o.attempts = 1 })
+	vol := createVolume(t, c, &ec2.CreateVolumeInput{AvailabilityZone: aws.String(testZone), Size: aws.Int32(1)})
+	waitVolumeState(t, c, vol, types.VolumeStateAvailable)
+	ctx, cancel := context.WithTimeout(ctxT(t), time.Second)
+	defer cancel()
+	_, err := c.AttachVolume(ctx, &ec2.AttachVolumeInput{VolumeId: aws.String(vol), InstanceId: aws.String(testInstance), Device: aws.String("/dev/xvdaa")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a slowed AttachVolume gave %v, want the client's deadline", err)
+	}
+	// The call is counted when it is held, before it is served.
+	if n := s.Slowed("AttachVolume"); n != 1 {
+		t.Errorf("slowed AttachVolume calls counted %d, want 1", n)
+	}
+	if n := s.Slowed("CreateVolume") + s.Slowed("DescribeVolumes"); n != 0 {
+		t.Errorf("%d calls of other actions counted as slowed", n)
+	}
+	m, err := scrape(ctxT(t), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m, `ec2sim_slowed_requests_total{action="AttachVolume"} 1`) {
+		t.Errorf("/metrics has no slowed AttachVolume sample")
+	}
+	for _, body := range []string{`{"slow":{"AttachVolumes":{"rate":1,"latency":1}}}`, `{"slow":{"AttachVolume":{"rate":2,"latency":1}}}`,
+		`{"slow":{"AttachVolume":{"rate":1,"latency":0}}}`} {
+		if status, answer := httpDo(t, s, http.MethodPost, "/debug/faults", body); status != http.StatusBadRequest {
+			t.Errorf("POST /debug/faults %s: %d %s, want 400", body, status, answer)
+		}
+	}
+	if status, answer := httpDo(t, s, http.MethodPost, "/debug/faults", `{"slow":{"AttachVolume":{"rate":0.5,"latency":1000}}}`); status != http.StatusOK ||
+		s.Faults().Slow["AttachVolume"] != (SlowCalls{Rate: 0.5, Latency: time.Microsecond}) {
+		t.Errorf("POST /debug/faults with a valid slow entry: %d %s, faults %+v", status, answer, s.Faults())
 	}
 }

@@ -138,11 +138,17 @@ func (s *Server) admit(r *http.Request) (call, *apiError) {
 	return c, nil
 }
 
-// interfere applies the injected faults (after their added latency) and the rate limits to an admitted call:
+// interfere applies the injected faults (after their added latency, and a slowed call's, which it counts) and
+// the rate limits to an admitted call:
 // faultDrop means the connection is to close without an answer, an error is the answer instead of the
 // action's, and a lost-answer fault is for serveEC2 to apply once the action has run.
 func (s *Server) interfere(ctx context.Context, c call) (faultKind, *apiError) {
-	fault := s.faults.apply(ctx, c.action, c.op.mutating)
+	d := s.faults.decide(c.action, c.op.mutating)
+	if d.slowed {
+		s.metrics.slowed.WithLabelValues(c.label).Inc()
+	}
+	hold(ctx, d.delay)
+	fault := d.kind
 	switch fault {
 	case faultThrottle:
 		return fault, errThrottled()

@@ -1,6 +1,9 @@
 package ec2sim
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -8,6 +11,8 @@ import (
 type metrics struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
+	// slowed counts the calls Faults.Slow held, by action; they are answered (and counted in requests) too.
+	slowed *prometheus.CounterVec
 }
 
 // newMetrics uses a registry of its own, so several emulators in one test binary don't collide.
@@ -18,8 +23,12 @@ func newMetrics() *metrics {
 			Name: "ec2sim_requests_total",
 			Help: "EC2 API requests by action and result (the EC2 error code, or OK).",
 		}, []string{"action", "code"}),
+		slowed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec2sim_slowed_requests_total",
+			Help: "EC2 API requests held longer by the injected Slow fault, by action.",
+		}, []string{"action"}),
 	}
-	m.registry.MustRegister(m.requests)
+	m.registry.MustRegister(m.requests, m.slowed)
 	return m
 }
 
@@ -32,3 +41,19 @@ func (s *Server) Requests(action, code string) int {
 	}
 	return int(m.GetCounter().GetValue())
 }
+
+// Slowed is how many requests of action the Slow fault held (ec2sim_slowed_requests_total).
+func (s *Server) Slowed(action string) int {
+	var m dto.Metric
+	if err := s.metrics.slowed.WithLabelValues(action).Write(&m); err != nil {
+		return 0
+	}
+	return int(m.GetCounter().GetValue())
+}
+
+// Actions are the EC2 actions the emulator serves, in name order: with Requests, they let a caller total
+// the answers over every action.
+func Actions() []string { return slices.Sorted(maps.Keys(actions)) }
+
+// Mutating reports whether action changes EC2's state (false for a Describe or an unknown action).
+func Mutating(action string) bool { return actions[action].mutating }

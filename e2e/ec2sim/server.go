@@ -143,6 +143,9 @@ func withDefaults(cfg Config) (Config, error) {
 	if cfg.TimeScale == 0 {
 		cfg.TimeScale = 1
 	}
+	if err := cfg.Faults.validate(); err != nil {
+		return cfg, fmt.Errorf("ec2sim: faults: %w", err)
+	}
 	if t := cfg.Limits.PerAction; t != nil {
 		if err := t.validate(); err != nil {
 			return cfg, fmt.Errorf("ec2sim: %w", err)
