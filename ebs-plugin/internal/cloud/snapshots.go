@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -147,49 +146,6 @@ func (c *Cloud) GetSnapshotByID(ctx context.Context, id string) (*Snapshot, erro
 		return nil, fmt.Errorf("snapshot %s: %w", id, err)
 	}
 	return snapshotFrom(s), nil
-}
-
-// ListSnapshots pages through the account's snapshots, optionally of one volume. The page token is an
-// offset into the list ordered by creation time then ID: EC2 refuses MaxResults below 5, and CSI callers may
-// ask for fewer, so the driver pages itself.
-func (c *Cloud) ListSnapshots(ctx context.Context, volumeID string, maxEntries int, token string) ([]*Snapshot, string, error) {
-	offset := 0
-	if token != "" {
-		n, err := strconv.Atoi(token)
-		if err != nil || n < 0 {
-			return nil, "", fmt.Errorf("starting token %q: %w", token, ErrInvalidArgument)
-		}
-		offset = n
-	}
-	in := &ec2.DescribeSnapshotsInput{OwnerIds: []string{"self"}}
-	if volumeID != "" {
-		in.Filters = []types.Filter{{Name: aws.String("volume-id"), Values: []string{volumeID}}}
-	}
-	raw, _, err := c.describeSnapshots(ctx, in, true)
-	if err != nil {
-		return nil, "", fmt.Errorf("list snapshots: %w", err)
-	}
-	sort.Slice(raw, func(i, j int) bool {
-		ti, tj := aws.ToTime(raw[i].StartTime), aws.ToTime(raw[j].StartTime)
-		if !ti.Equal(tj) {
-			return ti.Before(tj)
-		}
-		return aws.ToString(raw[i].SnapshotId) < aws.ToString(raw[j].SnapshotId)
-	})
-	if offset > len(raw) {
-		return nil, "", fmt.Errorf("starting token %q is past the end: %w", token, ErrInvalidArgument)
-	}
-	end := len(raw)
-	next := ""
-	if maxEntries > 0 && offset+maxEntries < len(raw) {
-		end = offset + maxEntries
-		next = strconv.Itoa(end)
-	}
-	out := make([]*Snapshot, 0, end-offset)
-	for _, s := range raw[offset:end] {
-		out = append(out, snapshotFrom(s))
-	}
-	return out, next, nil
 }
 
 // AvailabilityZones returns the region's zones (cached for an hour).
