@@ -15,6 +15,7 @@ import (
 
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/shared/workqueue"
+	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
 )
 
 // Group queue names, upstream's.
@@ -109,6 +110,7 @@ func (c *Controller) groupSnapshotDeleted(obj any) {
 	if !ok {
 		return
 	}
+	c.cfg.Metrics.Record(opmetrics.DeleteGroupSnapshot, gs.UID, opmetrics.StatusSuccess, c.groupDriverOf(gs, nil))
 	if gs.Status != nil && gs.Status.BoundVolumeGroupSnapshotContentName != nil {
 		c.groups.cfg.ContentQueue.Add(*gs.Status.BoundVolumeGroupSnapshotContentName)
 	}

@@ -386,14 +386,21 @@ func TestSyncGroupMember(t *testing.T) {
 		objs:    []runtime.Object{gs, member(gs, "vol-a", memberBoundReady(vscA), deleting), memberContent(vscA, vsA, "snap-a")},
 		wantErr: true, wantEvents: []string{"Warning SnapshotDeletePending"},
 	}, {
-		name: "a member deleted with its group: content marked and deleted, in-group finalizer dropped, bound one kept",
+		name: "a member deleted with its group: content marked and deleted, finalizers kept until the content is gone",
 		objs: []runtime.Object{groupSnapshot("grp", withGroupClass("group-gold"), groupBound, groupDeleting),
 			member(gs, "vol-a", memberBoundReady(vscA), deleting, func(vs *snapv1.VolumeSnapshot) {
 				vs.Finalizers = []string{snapapi.SnapshotInGroupFinalizer, snapapi.SnapshotBoundFinalizer}
 			}), memberContent(vscA, vsA, "snap-a")},
 		wantActions: []string{
-			"patch volumesnapshotcontents " + vscA, "delete volumesnapshotcontents " + vscA, "patch volumesnapshots " + vsA,
+			"patch volumesnapshotcontents " + vscA, "delete volumesnapshotcontents " + vscA,
 		},
+	}, {
+		name: "a member deleted with its group, its content gone: both finalizers go in one patch",
+		objs: []runtime.Object{groupSnapshot("grp", withGroupClass("group-gold"), groupBound, groupDeleting),
+			member(gs, "vol-a", memberBoundReady(vscA), deleting, func(vs *snapv1.VolumeSnapshot) {
+				vs.Finalizers = []string{snapapi.SnapshotInGroupFinalizer, snapapi.SnapshotBoundFinalizer}
+			})},
+		wantActions: []string{"patch volumesnapshots " + vsA},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/shared/patch"
+	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -21,6 +22,7 @@ import (
 // csi-snapshotter deletes the group snapshot behind it) and, with policy Delete, deleted; the members are
 // deleted; the bound finalizer goes once the content is gone (Delete) or at once (Retain, or no content).
 func (c *Controller) deleteGroupSnapshot(ctx context.Context, gs *groupv1.VolumeGroupSnapshot) error {
+	c.cfg.Metrics.Start(opmetrics.DeleteGroupSnapshot, gs.UID, c.groupDriverOf(gs, nil), groupSnapshotType(gs))
 	if !slices.Contains(gs.Finalizers, snapapi.GroupSnapshotBoundFinalizer) {
 		return nil
 	}

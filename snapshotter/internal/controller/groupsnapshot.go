@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/patch"
+	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -45,6 +46,11 @@ func (c *Controller) syncGroupSnapshot(ctx context.Context, gs *groupv1.VolumeGr
 		}
 	}
 	if !isGroupReady(gs) || !isGroupBound(gs) {
+		driver, kind := c.groupDriverOf(gs, class), groupSnapshotType(gs)
+		if gs.Status == nil || gs.Status.CreationTime == nil {
+			c.cfg.Metrics.Start(opmetrics.CreateGroupSnapshot, gs.UID, driver, kind)
+		}
+		c.cfg.Metrics.Start(opmetrics.CreateGroupSnapshotAndReady, gs.UID, driver, kind)
 		if src.VolumeGroupSnapshotContentName != nil {
 			return c.bindPreProvisionedGroup(ctx, gs)
 		}
@@ -248,9 +254,11 @@ func (c *Controller) updateGroupStatus(ctx context.Context, gs *groupv1.VolumeGr
 	key := gs.Namespace + "/" + gs.Name
 	created := func(gs *groupv1.VolumeGroupSnapshot) bool { return gs.Status != nil && gs.Status.CreationTime != nil }
 	if !created(before) && created(updated) {
+		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshot, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
 		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotCreated", fmt.Sprintf("GroupSnapshot %s was successfully created by the CSI driver.", key))
 	}
 	if !isGroupReady(before) && isGroupReady(updated) {
+		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshotAndReady, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
 		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotReady", fmt.Sprintf("GroupSnapshot %s is ready to use.", key))
 	}
 	return updated, nil
@@ -281,4 +289,29 @@ func mergeGroupStatus(old *groupv1.VolumeGroupSnapshotStatus, gc *groupv1.Volume
 		st.Error = cs.Error.DeepCopy()
 	}
 	return st
+}
+
+// groupDriverOf is the driver of the group snapshot's content (pre-provisioned) or class, "" when neither is
+// known; it labels metrics. class is the group's class when the caller has it already.
+func (c *Controller) groupDriverOf(gs *groupv1.VolumeGroupSnapshot, class *groupv1.VolumeGroupSnapshotClass) string {
+	if n := gs.Spec.Source.VolumeGroupSnapshotContentName; n != nil {
+		if gc, err := c.groupContent(*n); err == nil && gc.Spec.Driver != "" {
+			return gc.Spec.Driver
+		}
+	}
+	if class == nil && gs.Spec.VolumeGroupSnapshotClassName != nil {
+		class, _ = c.groups.classes.Get(*gs.Spec.VolumeGroupSnapshotClassName)
+	}
+	if class != nil {
+		return class.Driver
+	}
+	return ""
+}
+
+// groupSnapshotType labels a group snapshot's metrics.
+func groupSnapshotType(gs *groupv1.VolumeGroupSnapshot) string {
+	if gs.Spec.Source.VolumeGroupSnapshotContentName != nil {
+		return opmetrics.PreProvisioned
+	}
+	return opmetrics.Dynamic
 }

@@ -259,7 +259,7 @@ func TestSyncSnapshot(t *testing.T) {
 		wantActions: []string{"patch volumesnapshots/status bad"},
 		wantEvents:  []string{"Warning SnapshotValidationError"},
 	}, {
-		name: "deleted, policy Delete: content marked and deleted, bound finalizer kept until the content is gone",
+		name: "deleted, policy Delete: content marked and deleted, the snapshot's finalizers kept until the content is gone",
 		objs: []runtime.Object{
 			class("gold", snapv1.VolumeSnapshotContentDelete),
 			snapshotOf("snap", "data", withClass("gold"), withFinalizers(bothFinalizers...), boundTo("snapcontent-uid-snap", true), deleting),
@@ -267,7 +267,7 @@ func TestSyncSnapshot(t *testing.T) {
 		},
 		snapshot: "snap",
 		wantActions: []string{
-			"patch volumesnapshotcontents snapcontent-uid-snap", "delete volumesnapshotcontents snapcontent-uid-snap", "patch volumesnapshots snap",
+			"patch volumesnapshotcontents snapcontent-uid-snap", "delete volumesnapshotcontents snapcontent-uid-snap",
 		},
 		check: func(t *testing.T, e *env) {
 			if _, err := e.snap.SnapshotV1().VolumeSnapshotContents().Get(context.Background(), "snapcontent-uid-snap", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -276,17 +276,22 @@ func TestSyncSnapshot(t *testing.T) {
 			if ann := e.patchBody("volumesnapshotcontents", 0)["metadata"].(map[string]any)["annotations"]; !cmp.Equal(ann, map[string]any{snapapi.AnnBeingDeleted: "yes"}) {
 				t.Errorf("content annotation patch = %v", ann)
 			}
-			if diff := cmp.Diff([]string{snapapi.SnapshotBoundFinalizer}, e.snapshot("snap").Finalizers); diff != "" {
+			if diff := cmp.Diff(bothFinalizers, e.snapshot("snap").Finalizers); diff != "" {
 				t.Errorf("finalizers (-want +got):\n%s", diff)
 			}
 		},
 	}, {
-		name: "deleted, content gone: the last finalizers go",
+		name: "deleted, content gone: both finalizers go in one patch",
 		objs: []runtime.Object{
-			snapshotOf("snap", "data", withClass("gold"), withFinalizers(snapapi.SnapshotBoundFinalizer), boundTo("snapcontent-uid-snap", true), deleting),
+			snapshotOf("snap", "data", withClass("gold"), withFinalizers(bothFinalizers...), boundTo("snapcontent-uid-snap", true), deleting),
 		},
 		snapshot:    "snap",
 		wantActions: []string{"patch volumesnapshots snap"},
+		check: func(t *testing.T, e *env) {
+			if f := e.snapshot("snap").Finalizers; len(f) != 0 {
+				t.Errorf("finalizers = %v, want none", f)
+			}
+		},
 	}, {
 		name: "deleted, policy Retain: content marked and kept, both finalizers go",
 		objs: []runtime.Object{

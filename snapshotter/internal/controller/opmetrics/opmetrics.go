@@ -14,12 +14,21 @@ import (
 	k8smetrics "k8s.io/component-base/metrics"
 )
 
-// Operation names (label operation_name).
+// Operation names (label operation_name), upstream's pkg/metrics metrics.go and metrics_group.go.
 const (
-	CreateSnapshot         = "CreateSnapshot"
-	CreateSnapshotAndReady = "CreateSnapshotAndReady"
-	DeleteSnapshot         = "DeleteSnapshot"
+	CreateSnapshot              = "CreateSnapshot"
+	CreateSnapshotAndReady      = "CreateSnapshotAndReady"
+	DeleteSnapshot              = "DeleteSnapshot"
+	CreateGroupSnapshot         = "CreateGroupSnapshot"
+	CreateGroupSnapshotAndReady = "CreateGroupSnapshotAndReady"
+	DeleteGroupSnapshot         = "DeleteGroupSnapshot"
 )
+
+// cancels are the creation operations that a deletion's end cancels when they are still open.
+var cancels = map[string][]string{
+	DeleteSnapshot:      {CreateSnapshot, CreateSnapshotAndReady},
+	DeleteGroupSnapshot: {CreateGroupSnapshot, CreateGroupSnapshotAndReady},
+}
 
 // Snapshot types (label snapshot_type).
 const (
@@ -100,7 +109,7 @@ func (m *Manager) Handler() http.Handler {
 // Gatherer exposes the registry to tests.
 func (m *Manager) Gatherer() prometheus.Gatherer { return m.registry }
 
-// Start opens operation op of the snapshot uid unless it is open already: the first sync sets the start time.
+// Start opens operation op of the snapshot or group snapshot uid unless it is open already: the first sync sets the start time.
 func (m *Manager) Start(op string, uid types.UID, driver, snapshotType string) {
 	if driver == "" {
 		driver = unknownDriver
@@ -121,7 +130,9 @@ func (m *Manager) Start(op string, uid types.UID, driver, snapshotType string) {
 }
 
 // Record closes operation op of uid with status and observes its duration; it does nothing if the operation is
-// not open. Ending a deletion cancels the snapshot's creation operations still open, as upstream does.
+// not open. Ending a deletion cancels the (group) snapshot's creation operations still open, as upstream does
+// (upstream records a group's deletion through its single-snapshot path, which cancels nothing; its group path
+// cancels the group's creations, as here).
 func (m *Manager) Record(op string, uid types.UID, status, driver string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -136,13 +147,11 @@ func (m *Manager) Record(op string, uid types.UID, status, driver string) {
 	d := m.now().Sub(v.start).Seconds()
 	m.latency.WithLabelValues(driver, op, v.snapshotType, status).Observe(d)
 	delete(m.open, k)
-	if op == DeleteSnapshot {
-		for _, create := range []string{CreateSnapshot, CreateSnapshotAndReady} {
-			ck := key{create, uid}
-			if cv, ok := m.open[ck]; ok {
-				m.latency.WithLabelValues(cv.driver, create, cv.snapshotType, StatusCancel).Observe(d)
-				delete(m.open, ck)
-			}
+	for _, create := range cancels[op] {
+		ck := key{create, uid}
+		if cv, ok := m.open[ck]; ok {
+			m.latency.WithLabelValues(cv.driver, create, cv.snapshotType, StatusCancel).Observe(d)
+			delete(m.open, ck)
 		}
 	}
 	m.inFlight.Set(float64(len(m.open)))

@@ -30,6 +30,18 @@ func TestOperations(t *testing.T) {
 	m.Start(DeleteSnapshot, "b", "csi.example.com", PreProvisioned)
 	now = now.Add(time.Second)
 	m.Record(DeleteSnapshot, "b", StatusSuccess, "csi.example.com")
+	// A group snapshot: created and ready; another one deleted before it was ready cancels its creations, and a
+	// snapshot's deletion does not touch a group's operations under the same UID.
+	m.Start(CreateGroupSnapshot, "g", "csi.example.com", Dynamic)
+	m.Start(CreateGroupSnapshotAndReady, "g", "csi.example.com", Dynamic)
+	m.Record(CreateGroupSnapshot, "g", StatusSuccess, "csi.example.com")
+	m.Record(CreateGroupSnapshotAndReady, "g", StatusSuccess, "csi.example.com")
+	m.Start(CreateGroupSnapshot, "h", "group.example.com", Dynamic)
+	m.Start(CreateGroupSnapshotAndReady, "h", "group.example.com", Dynamic)
+	m.Start(DeleteSnapshot, "h", "group.example.com", Dynamic)
+	m.Record(DeleteSnapshot, "h", StatusSuccess, "")
+	m.Start(DeleteGroupSnapshot, "h", "group.example.com", Dynamic)
+	m.Record(DeleteGroupSnapshot, "h", StatusSuccess, "")
 
 	want := `
 # HELP snapshot_controller_operations_in_flight Total number of operations in flight
@@ -62,6 +74,12 @@ snapshot_controller_operations_in_flight 1
 		"csi.example.com,CreateSnapshot,success,dynamic":                1,
 		"csi.example.com,DeleteSnapshot,success,pre-provisioned":        1,
 		"csi.example.com,CreateSnapshotAndReady,cancel,pre-provisioned": 1,
+		"csi.example.com,CreateGroupSnapshot,success,dynamic":           1,
+		"csi.example.com,CreateGroupSnapshotAndReady,success,dynamic":   1,
+		"group.example.com,DeleteSnapshot,success,dynamic":              1,
+		"group.example.com,DeleteGroupSnapshot,success,dynamic":         1,
+		"group.example.com,CreateGroupSnapshot,cancel,dynamic":          1,
+		"group.example.com,CreateGroupSnapshotAndReady,cancel,dynamic":  1,
 	}
 	for k, v := range wantCounts {
 		if counts[k] != v {
