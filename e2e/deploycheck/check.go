@@ -114,7 +114,7 @@ func socketPath(endpoint string) string {
 }
 
 // CheckPod checks one pod template: mounts name volumes, every --csi-address reaches the socket the plugin
-// container (the one with --endpoint) serves, the registrar registers the plugin's socket by its host path,
+// container (the one with --endpoint, or s3-controller's --csi-endpoint) serves, the registrar registers the plugin's socket by its host path,
 // probes name ports the container declares, names and ports are unique, and every args $(VAR) resolves.
 func CheckPod(p Pod) []error {
 	var errs []error
@@ -169,9 +169,13 @@ func CheckPod(p Pod) []error {
 				fail("container %s: the %s probe's port %s is not a port the container declares", c.Name, kind, port.String())
 			}
 		}
-		if ep, ok := Flag(c, "endpoint"); ok {
+		ep, ok := Flag(c, "endpoint")
+		if !ok {
+			ep, ok = Flag(c, "csi-endpoint") // s3-controller's CSI controller service (dynamic provisioning)
+		}
+		if ok {
 			if plugin != nil {
-				fail("two containers serve CSI (--endpoint): %s and %s", plugin.Name, c.Name)
+				fail("two containers serve CSI (--endpoint or --csi-endpoint): %s and %s", plugin.Name, c.Name)
 			}
 			plugin = &spec.Containers[i]
 			socket = location(spec, c, socketPath(ep))
@@ -191,7 +195,7 @@ func CheckPod(p Pod) []error {
 			continue
 		}
 		if plugin == nil {
-			fail("container %s dials %s, but no container serves CSI (--endpoint)", c.Name, addr)
+			fail("container %s dials %s, but no container serves CSI (--endpoint or --csi-endpoint)", c.Name, addr)
 			continue
 		}
 		if got := location(spec, c, socketPath(addr)); got != socket {

@@ -176,26 +176,50 @@ func TestHelmS3(t *testing.T) {
 		{"upstream-mountpoint", set("mountpointPod.image.upstream", true)},
 		{"metrics", set("controller.enableMetrics", true, "controller.serviceMonitor.forceEnable", true, "controller.podDisruptionBudget.enabled", true)},
 		{"tolerate-all", set("node.tolerateAllTaints", true)},
+		{"provisioner", set("sidecars.provisioner.enabled", true)},
+		{"provisioner-metrics", set("sidecars.provisioner.enabled", true, "controller.enableMetrics", true, "controller.serviceMonitor.forceEnable", true)},
 	}
 	defaults := renderChart(t, "stowage-s3", nil)
+	provisioner := renderChart(t, "stowage-s3", set("sidecars.provisioner.enabled", true))
+	cases = append(cases, chartCase{"upstream-csi-provisioner", set("sidecars.provisioner.enabled", true, "sidecars.provisioner.image.upstream", true)})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			objs := renderChart(t, "stowage-s3", c.values)
 			checkObjects(t, objs)
-			if slot, ok := strings.CutPrefix(c.name, "upstream-"); ok && slot != "mountpoint" {
+			switch slot, _ := strings.CutPrefix(c.name, "upstream-"); slot {
+			case c.name, "mountpoint":
+			case "csi-provisioner":
+				checkOneImageSwapped(t, provisioner, objs, slot)
+			default:
 				checkOneImageSwapped(t, defaults, objs, slot)
 			}
 		})
 	}
+	// Upstream's s3-controller has no CSI controller service: the chart refuses the combination.
+	_, err := RenderChart(chartDir("stowage-s3"), "stowage", "kube-system", set("sidecars.provisioner.enabled", true, "controller.image.upstream", true))
+	if err == nil || !strings.Contains(err.Error(), "controller.image.upstream") {
+		t.Errorf("provisioner with upstream's s3-controller: %v, want an error naming controller.image.upstream", err)
+	}
 }
 
-// TestHelmS3MatchesKustomize: the chart with its defaults and the s3 base run the same containers.
+// TestHelmS3MatchesKustomize: the chart with its defaults and the s3 base run the same containers, and so
+// do the chart with sidecars.provisioner.enabled and the base with the s3-dynamic-provisioning component.
 func TestHelmS3MatchesKustomize(t *testing.T) {
-	kpods, err := Pods(renderKustomization(t, Kustomization{Resources: []string{kustomizeDir("s3")}}))
+	t.Run("defaults", func(t *testing.T) {
+		helmS3MatchesKustomize(t, nil, Kustomization{Resources: []string{kustomizeDir("s3")}})
+	})
+	t.Run("provisioner", func(t *testing.T) {
+		helmS3MatchesKustomize(t, set("sidecars.provisioner.enabled", true), Kustomization{Resources: []string{kustomizeDir("s3")},
+			Components: []string{kustomizeDir("components/s3-dynamic-provisioning")}})
+	})
+}
+
+func helmS3MatchesKustomize(t *testing.T, values map[string]any, k Kustomization) {
+	kpods, err := Pods(renderKustomization(t, k))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hpods, err := Pods(renderChart(t, "stowage-s3", nil))
+	hpods, err := Pods(renderChart(t, "stowage-s3", values))
 	if err != nil {
 		t.Fatal(err)
 	}

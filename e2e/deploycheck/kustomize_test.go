@@ -49,6 +49,8 @@ func init() {
 	for _, f := range []string{"csi-attacher", "csi-provisioner", "csi-resizer", "csi-snapshotter", "ebs-plugin"} {
 		kustomizeCopies["../helm/stowage-ebs/files/rbac/"+f+".yaml"] = "rbac/" + f + ".yaml"
 	}
+	kustomizeCopies["components/s3-dynamic-provisioning/rbac.yaml"] = "rbac/csi-provisioner.yaml"
+	kustomizeCopies["../helm/stowage-s3/files/rbac/csi-provisioner.yaml"] = "rbac/csi-provisioner.yaml"
 }
 
 // TestCopiesMatchDeploy: a copy that drifted from its source would install other RBAC (or CRDs) than the e2e
@@ -123,9 +125,14 @@ func TestKustomizeEBSCompositions(t *testing.T) {
 
 // TestKustomizeBases renders the other bases and every example, with the same checks and swaps.
 func TestKustomizeBases(t *testing.T) {
-	for _, base := range []string{"s3", "snapshot-controller"} {
-		t.Run(base, func(t *testing.T) {
-			k := Kustomization{Resources: []string{kustomizeDir(base)}}
+	compositions := map[string]Kustomization{
+		"s3":                  {Resources: []string{kustomizeDir("s3")}},
+		"snapshot-controller": {Resources: []string{kustomizeDir("snapshot-controller")}},
+		"s3+s3-dynamic-provisioning": {Resources: []string{kustomizeDir("s3")},
+			Components: []string{kustomizeDir("components/s3-dynamic-provisioning")}},
+	}
+	for name, k := range compositions {
+		t.Run(name, func(t *testing.T) {
 			objs := renderKustomization(t, k)
 			checkObjects(t, objs)
 			checkSwaps(t, k, objs)
@@ -230,4 +237,40 @@ func find(objs []*unstructured.Unstructured, kind, namespace, name string) *unst
 		}
 	}
 	return nil
+}
+
+// TestKustomizeS3DynamicProvisioning: the component runs csi-provisioner on the socket s3-controller serves
+// with --csi-endpoint (CheckPod follows both), and its RBAC has names of its own, so an EBS composition with
+// the csi-provisioner component and the S3 one with this component install into one cluster without an
+// object of one replacing a different object of the other.
+func TestKustomizeS3DynamicProvisioning(t *testing.T) {
+	s3 := renderKustomization(t, Kustomization{Resources: []string{kustomizeDir("s3")},
+		Components: []string{kustomizeDir("components/s3-dynamic-provisioning")}})
+	pods, err := Pods(s3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := containerNames(pods, "Deployment/kube-system/s3-csi-controller"); names != ",s3-csi-controller,csi-provisioner," {
+		t.Errorf("s3-csi-controller runs %s", names)
+	}
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			if c.Name == "s3-csi-controller" {
+				if ep, _ := Flag(c, "csi-endpoint"); ep != "unix:///csi/csi.sock" {
+					t.Errorf("s3-csi-controller: --csi-endpoint=%q", ep)
+				}
+			}
+		}
+	}
+	k := Kustomization{Resources: []string{kustomizeDir("ebs")}}
+	for _, c := range sidecarComponents {
+		k.Components = append(k.Components, kustomizeDir("components/"+c))
+	}
+	ebs := renderKustomization(t, k)
+	for _, o := range s3 {
+		other := find(ebs, o.GetKind(), o.GetNamespace(), o.GetName())
+		if other != nil && !reflect.DeepEqual(other.Object, o.Object) {
+			t.Errorf("%s %s/%s differs between the EBS and the S3 composition: installing one replaces the other's", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+	}
 }

@@ -22,15 +22,23 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{/*
 RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by e2e/deploycheck), with
 its ServiceAccounts left out (the chart creates them from values), kube-system replaced by the release's
-namespace, and each ServiceAccount subject renamed through .subjects (old name -> new name).
-Takes dict "root" $ "file" path "subjects" dict.
+namespace, each ServiceAccount subject renamed through .subjects (old name -> new name), and each role and
+binding renamed through .names (old name -> new name; a role's references follow), so a copy shared with
+another chart gets names of its own. Takes dict "root" $ "file" path "subjects" dict, optional "names" dict.
 */}}
 {{- define "stowage.rbac" -}}
 {{- $root := .root -}}
 {{- $subjects := .subjects -}}
+{{- $names := .names | default dict -}}
 {{- range $doc := regexSplit "(?m)^---$" ($root.Files.Get .file) -1 }}
 {{- $o := fromYaml $doc }}
 {{- if and $o.kind (ne $o.kind "ServiceAccount") }}
+{{- if hasKey $names $o.metadata.name }}
+{{- $_ := set $o.metadata "name" (get $names $o.metadata.name) }}
+{{- end }}
+{{- if and $o.roleRef (hasKey $names $o.roleRef.name) }}
+{{- $_ := set $o.roleRef "name" (get $names $o.roleRef.name) }}
+{{- end }}
 {{- if eq (dig "metadata" "namespace" "" $o) "kube-system" }}
 {{- $_ := set $o.metadata "namespace" $root.Release.Namespace }}
 {{- end }}

@@ -60,6 +60,10 @@ func run(root, out, prefix string) error {
 	if err != nil {
 		return err
 	}
+	s3Provisioning, err := kdir("components/s3-dynamic-provisioning")
+	if err != nil {
+		return err
+	}
 	type rendering struct {
 		namespace string // created first in the file
 		render    func(dir string) ([]*unstructured.Unstructured, error)
@@ -71,9 +75,10 @@ func run(root, out, prefix string) error {
 		"kustomize-snapshot-controller.yaml": {namespace, func(dir string) ([]*unstructured.Unstructured, error) {
 			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Namespace: namespace, Resources: []string{snap}})
 		}},
-		// The S3 base names two namespaces (kube-system for the driver, mount-s3), so it is applied as written.
+		// The S3 base names two namespaces (kube-system for the driver, mount-s3), so it is applied as written;
+		// with dynamic provisioning (csi-provisioner in s3-controller's pod), which the chart's defaults leave out.
 		"kustomize-s3.yaml": {"kube-system", func(dir string) ([]*unstructured.Unstructured, error) {
-			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Resources: []string{s3}})
+			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Resources: []string{s3}, Components: []string{s3Provisioning}})
 		}},
 		"helm-stowage-ebs.yaml": {helmNamespace, func(string) ([]*unstructured.Unstructured, error) {
 			return deploycheck.RenderChart(filepath.Join(root, "deploy/helm/stowage-ebs"), "stowage", helmNamespace, nil)
