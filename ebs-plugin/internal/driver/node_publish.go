@@ -56,6 +56,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 			}
 			return nil, status.Errorf(codes.Internal, "volume %s: %v", volID, err)
 		}
+		// As at NodeStageVolume: the devicePath of a Xen instance may by now be another volume's device,
+		// and a raw block Pod would write straight onto it.
+		if err := d.mounter.VerifyDevice(source, volID); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
+		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 			return nil, status.Errorf(codes.Internal, "create parent of target_path %s: %v", target, err)
 		}

@@ -18,10 +18,13 @@ type MountCall struct {
 	Formatted              bool
 }
 
-// FakeMounter keeps a mount table in memory. Devices maps a volume ID to the device FindDevice returns.
+// FakeMounter keeps a mount table in memory. Devices maps a volume ID to the device FindDevice returns;
+// Serials maps a device to the volume ID its serial names (a device without an entry has no serial, as a
+// loop device).
 type FakeMounter struct {
 	mu      sync.Mutex
 	Devices map[string]string
+	Serials map[string]string
 	Mounts  map[string]MountCall // target -> mount
 	Calls   []MountCall
 	Sizes   map[string]int64
@@ -30,7 +33,7 @@ type FakeMounter struct {
 
 // NewFakeMounter returns an empty FakeMounter.
 func NewFakeMounter() *FakeMounter {
-	return &FakeMounter{Devices: map[string]string{}, Mounts: map[string]MountCall{}, Sizes: map[string]int64{}}
+	return &FakeMounter{Devices: map[string]string{}, Serials: map[string]string{}, Mounts: map[string]MountCall{}, Sizes: map[string]int64{}}
 }
 
 // FormatAndMountSensitiveWithFormatOptions implements driver.Mounter.
@@ -110,8 +113,15 @@ func (m *FakeMounter) FindDevice(_, volumeID string) (string, error) {
 	return "", fmt.Errorf("no device for %s: %w", volumeID, os.ErrNotExist)
 }
 
-// VerifyDevice implements driver.Mounter.
-func (m *FakeMounter) VerifyDevice(string, string) error { return nil }
+// VerifyDevice implements driver.Mounter: a device whose serial names another volume is refused.
+func (m *FakeMounter) VerifyDevice(device, volumeID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if serial, ok := m.Serials[device]; ok && serial != volumeID {
+		return fmt.Errorf("device serial %s does not match volume %s", serial, volumeID)
+	}
+	return nil
+}
 
 // FormatArgs implements driver.Mounter.
 func (m *FakeMounter) FormatArgs(fsType string, f params.FormatOptions) []string {
