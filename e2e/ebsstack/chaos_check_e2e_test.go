@@ -124,8 +124,8 @@ func (r *chaosRun) waitOnlyVolumes(ctx context.Context, t *testing.T, volumes ma
 	})
 }
 
-// waitEmpty waits until no Pod, claim, PV or VolumeAttachment is left and EC2 holds no volume, attachment
-// or snapshot, then checks that no loop device or mount is left.
+// waitEmpty waits until no Pod, claim, PV, VolumeAttachment, VolumeSnapshot or VolumeSnapshotContent is left
+// and EC2 holds no volume, attachment or snapshot, then checks that no loop device or mount is left.
 func (r *chaosRun) waitEmpty(ctx context.Context, t *testing.T) {
 	t.Helper()
 	rig.Eventually(t, ctx, chaosConverge, "everything deleted", func(ctx context.Context) (bool, error) {
@@ -145,7 +145,8 @@ func (r *chaosRun) waitEmpty(ctx context.Context, t *testing.T) {
 	}
 }
 
-// leftovers names every Pod, claim, PV and VolumeAttachment, and every EBS volume, attachment and snapshot.
+// leftovers names every Pod, claim, PV, VolumeAttachment, VolumeSnapshot and VolumeSnapshotContent, and every
+// EBS volume, attachment and snapshot.
 func (r *chaosRun) leftovers(ctx context.Context) ([]string, error) {
 	kube := r.s.Client
 	pods, err := kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
@@ -185,5 +186,6 @@ func (r *chaosRun) leftovers(ctx context.Context) ([]string, error) {
 	for _, sn := range st.Snapshots {
 		left = append(left, "snapshot "+sn.ID)
 	}
-	return left, nil
+	snaps, err := r.snaps.leftovers(ctx)
+	return append(left, snaps...), err
 }

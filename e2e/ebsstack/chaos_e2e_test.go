@@ -38,34 +38,38 @@ const (
 	chaosConverge = 2 * time.Minute
 )
 
-// chaosFaults throttle, fail, drop or slow the mutating EC2 calls of a phase, or carry them out and lose the
-// answer; the SDK, ebs-plugin and the sidecars retry. Most of a phase's calls come after its kills (a killed sidecar's successor waits out
-// the Lease first), so the faults stay on until the phase has converged, and budget bounds them instead:
-// after that many failed calls EC2 answers again (only slowly), so the phase converges.
+// chaosFaults throttle, fail or drop the EC2 calls of a phase, Describe calls included, or carry out a
+// mutating one and lose its answer, and slow some attaches (ec2sim's Slow: only AttachVolume waits, as when
+// EC2's attach path is congested); the SDK, ebs-plugin and the sidecars retry. Most of a phase's calls come
+// after its kills (a killed sidecar's successor waits out the Lease first), so the faults stay on until the
+// phase has converged, and budget bounds them instead: after that many failed calls EC2 answers again (the
+// slow attaches go on), so the phase converges.
 func chaosFaults(budget int, seed uint64) ec2sim.Faults {
 	return ec2sim.Faults{
-		Actions: []string{"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "CreateTags",
-			"ModifyVolume", "CreateSnapshot", "DeleteSnapshot"},
-		ThrottleRate: 0.2, InternalErrorRate: 0.15, DropRate: 0.05, LostAnswerRate: 0.1, Latency: 30 * time.Millisecond,
+		ThrottleRate: 0.2, InternalErrorRate: 0.15, DropRate: 0.05, LostAnswerRate: 0.1,
+		Slow:   map[string]ec2sim.SlowCalls{"AttachVolume": {Rate: 0.3, Latency: 2 * time.Second}},
 		Budget: budget, Seed: seed,
 	}
 }
 
 // TestE2EEBSChaos provisions, attaches and stages a batch of volumes (two more claims are deleted while
-// being provisioned), snapshots three of them, and deletes everything, while the EC2 emulator throttles,
-// fails, drops, slows and loses the answers of mutating calls and csi-provisioner, csi-attacher, ebs-plugin's controller and a node
-// plugin are SIGKILLed and restarted at random moments. Throughout, no EBS volume may be attached to two
-// instances or have two attached VolumeAttachments; after provisioning every Pod runs with its volume
-// attached to exactly its node and EC2 holds no other volume; each snapshot exists once; after deletion
-// nothing is left: no claim, PV, VolumeAttachment, EBS volume, attachment or snapshot, loop device or mount,
-// no panic in any log, and no process after Stop. Each phase is a subtest. It prints how long after each
-// kill the killed process's successor first did work (from its log), and the median and maximum per
-// component. The test logs its seed;
-// STOWAGE_CHAOS_SEED=<seed> replays the kill plan.
+// being provisioned), snapshots three of them through VolumeSnapshots (Stowage's snapshot-controller and
+// csi-snapshotter), and deletes everything, while the EC2 emulator throttles, fails and drops calls (Describe
+// calls too), loses the answers of mutating calls and slows attaches, and csi-provisioner, csi-attacher,
+// csi-snapshotter, snapshot-controller, ebs-plugin's controller and a node plugin are SIGKILLed and restarted
+// at random moments. Throughout, no EBS volume may be attached to two instances or have two attached
+// VolumeAttachments; after provisioning every Pod runs with its volume attached to exactly its node and EC2
+// holds no other volume; each VolumeSnapshot gets exactly one EBS snapshot, its content's handle; after
+// deletion nothing is left: no claim, PV, VolumeAttachment, VolumeSnapshot, VolumeSnapshotContent, EBS volume,
+// attachment or snapshot, loop device or mount, no panic in any log, and no process after Stop. Each phase is
+// a subtest. It prints how long after each kill the killed process's successor first did work (from its
+// log), and the median and maximum per component. The test logs its seed; STOWAGE_CHAOS_SEED=<seed> replays
+// the kill plan and the emulator's fault draws.
 //
 // With STOWAGE_CHAOS_LIFECYCLES=<n> (`make chaos`) it runs at scale instead (runAtScale): n volume lifecycles
 // with a snapshot each, in waves, under steady faults and a SIGKILL every 20 s, with the same checks. Both
-// forms end with a table of the run: lifecycles, faults by kind, kills, recoveries, time.
+// forms end with a table of the run: lifecycles, EC2 calls and faults by kind (mutating and Describe), slowed
+// attaches, kills per process, recoveries, time.
 func TestE2EEBSChaos(t *testing.T) {
 	began := time.Now()
 	seed := chaosSeed(t)
@@ -78,13 +82,16 @@ func TestE2EEBSChaos(t *testing.T) {
 	// The chaos goroutine draws its back-offs from a source of its own, so the plan and the work's draws
 	// do not depend on goroutine timing.
 	r := &chaosRun{seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), claimNode: map[string]string{}}
-	r.s = startTestStack(ctx, t, Options{}, func() { r.beforeStop(t) })
+	r.s = startTestStack(ctx, t, Options{With: SnapshotSidecars}, func() { r.beforeStop(t) })
 	r.chaos = NewChaos(r.s.Stack, rand.New(rand.NewPCG(seed, 2)), t.Logf)
 	endSupervision := r.supervise(ctx, t)
 	watch := startWatch(ctx, r.s.Stack)
 	t.Cleanup(watch.stop)
 
 	if _, err := r.s.Client.StorageV1().StorageClasses().Create(ctx, filesystemClass("stowage-ext4", "ext4"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.snaps, err = newChaosSnapshotter(ctx, r.s.Stack); err != nil {
 		t.Fatal(err)
 	}
 	if scale.Lifecycles > 0 {
@@ -112,15 +119,29 @@ func TestE2EEBSChaos(t *testing.T) {
 			t.Logf("processes that ended on their own (restarted): %v", exits)
 		}
 		checkLogs(t, r.s.Stack)
-		injected, err := faultCounts(ctx, t, r.s.Stack)
+		answers, err := answerCounts(ctx, t, r.s.Stack)
 		if err != nil {
 			t.Fatalf("read the emulator's metrics: %v", err)
 		}
-		t.Logf("EC2 answers by code: %v", injected)
-		if injected["RequestLimitExceeded"]+injected["InternalError"]+injected["Dropped"]+injected["LostAnswerDropped"]+injected["LostAnswerInternalError"] == 0 {
-			t.Errorf("the emulator injected no fault: the chaos did not happen")
+		t.Logf("EC2 answers by action and code: %v", answers)
+		r.totals.Calls, r.totals.Faults = faultsByKind(answers)
+		r.totals.Slowed = slowedCalls(r.s.EC2)
+		for _, class := range []struct {
+			name  string
+			count func(FaultCounts) int
+		}{{"mutating", func(c FaultCounts) int { return c.Mutating }}, {"Describe", func(c FaultCounts) int { return c.Describe }}} {
+			n := 0
+			for _, c := range r.totals.Faults {
+				n += class.count(c)
+			}
+			if n == 0 {
+				t.Errorf("the emulator injected no fault into %s calls: the chaos did not happen", class.name)
+			}
 		}
-		r.totals.Faults, r.totals.Kills, r.totals.Seed, r.totals.Took = faultsByKind(r.s.EC2), len(recs), r.seed, time.Since(began)
+		if r.totals.Slowed["AttachVolume"] == 0 {
+			t.Errorf("no AttachVolume was slowed: the slow attaches did not happen")
+		}
+		r.totals.Kills, r.totals.Seed, r.totals.Took = len(recs), r.seed, time.Since(began)
 		var table strings.Builder
 		ChaosTable(&table, r.totals, recs)
 		t.Logf("chaos run:\n%s", table.String())
@@ -137,6 +158,7 @@ type chaosRun struct {
 	nodePlugin string            // the node plugin the plans kill
 	claimNode  map[string]string // the claims (of the wave, at scale) -> node
 	volumes    map[string]string // EBS volume ID -> node, once provisioned
+	snaps      *chaosSnapshotter
 	totals     ChaosTotals
 }
 
@@ -216,7 +238,7 @@ func (r *chaosRun) provision(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 500*time.Millisecond, 12*time.Second, map[string]int{
 		"csi-provisioner": 2, "csi-attacher": 2, "ebs-plugin-controller": 2, r.nodePlugin: 1,
 	})
-	r.s.EC2.SetFaults(chaosFaults(20, r.seed))
+	r.s.EC2.SetFaults(chaosFaults(30, r.seed))
 	defer logFaults(t, r.s.Stack, "provisioning")
 	runChaos(ctx, t, r.chaos, plan, func() error { return r.createClaims(ctx, "", chaosClaims, chaosAbandoned) })
 	t.Logf("kills over; waiting for every Pod to run")
@@ -255,19 +277,21 @@ func (r *chaosRun) createClaims(ctx context.Context, wave string, n, abandoned i
 	return nil
 }
 
-// snapshot snapshots three volumes and deletes the snapshots while the controller is killed and EC2
-// misbehaves.
+// snapshot snapshots three claims through snapshot-controller and csi-snapshotter and deletes the
+// snapshots, while both and the controller are killed and EC2 misbehaves.
 func (r *chaosRun) snapshot(ctx context.Context, t *testing.T) {
-	plan := PlanKills(r.rng, 200*time.Millisecond, 3*time.Second, map[string]int{"ebs-plugin-controller": 2})
-	r.s.EC2.SetFaults(chaosFaults(6, r.seed+1))
+	plan := PlanKills(r.rng, 200*time.Millisecond, 3*time.Second, map[string]int{
+		"ebs-plugin-controller": 1, "csi-snapshotter": 1, "snapshot-controller": 1,
+	})
+	r.s.EC2.SetFaults(chaosFaults(10, r.seed+1))
 	defer logFaults(t, r.s.Stack, "snapshots")
-	volumes := snapshotVolumes(t, r.volumes, chaosSnapshotCount)
+	claims := slices.Sorted(maps.Keys(r.claimNode))[:chaosSnapshotCount]
 	runChaos(ctx, t, r.chaos, plan, func() error {
 		ctx, cancel := context.WithTimeout(ctx, chaosConverge)
 		defer cancel()
-		return chaosSnapshots(ctx, r.s.Stack, "snapshot-chaos-", volumes)
+		return r.snaps.run(ctx, "snap-", claims)
 	})
-	t.Logf("one EBS snapshot per volume, all deleted")
+	t.Logf("one EBS snapshot per volume through VolumeSnapshots, all deleted")
 }
 
 // delete deletes every Pod and claim under faults and kills, then waits until nothing is left.
@@ -275,7 +299,7 @@ func (r *chaosRun) delete(ctx context.Context, t *testing.T) {
 	plan := PlanKills(r.rng, 300*time.Millisecond, 8*time.Second, map[string]int{
 		"csi-provisioner": 1, "csi-attacher": 1, "ebs-plugin-controller": 1, r.nodePlugin: 1,
 	})
-	r.s.EC2.SetFaults(chaosFaults(15, r.seed+2))
+	r.s.EC2.SetFaults(chaosFaults(22, r.seed+2))
 	defer logFaults(t, r.s.Stack, "deletion")
 	runChaos(ctx, t, r.chaos, plan, func() error { return r.deleteClaims(ctx) })
 	t.Logf("kills over; waiting for everything to be gone")

@@ -37,10 +37,12 @@ type logOp struct {
 }
 
 // opMessages are the log messages (klog's quoted message) of work done: a sidecar's finished operation, at
-// --v=2 (attacher/internal/handler, provisioner/internal/provision), or a plugin's finished CSI call.
+// --v=2 (attacher/internal/handler, provisioner/internal/provision, snapshotter/internal/sidecar/handler,
+// snapshotter/internal/controller), or a plugin's finished CSI call.
 var opMessages = map[string]bool{
 	"Attached": true, "Detached": true, "Marked attached": true,
 	"Provisioned volume": true, "Deleted volume": true, "Deleted the volume of a claim deleted during provisioning": true,
+	"Snapshot created": true, "Snapshot deleted": true, "Released volumesnapshotcontent": true, "Created VolumeSnapshotContent": true,
 	"Volume attached": true, "Volume staged": true, "Volume unstaged": true, "Volume published": true, "Volume unpublished": true,
 }
 

@@ -16,17 +16,19 @@ import (
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
-// scaleFaults are the steady faults of a run at scale, on the mutating calls for the whole run: 10%
-// throttled, 2% 500 InternalError, 2% carried out with the answer lost, each call slowed. ec2sim has one
-// latency for every faulted action, so "slow attaches" are every mutating call slowed, on top of the
-// attach's own 2-4 s (scaled).
+// scaleFaults are the steady faults of a run at scale, on every EC2 call for the whole run: 10% throttled,
+// 2% 500 InternalError, and 2% of the mutating calls carried out with the answer lost; a quarter of the
+// attaches are slowed by 3 s (ec2sim's Slow, on top of the attach's own 2-4 s, scaled), every other call
+// answers at once.
 func scaleFaults(seed uint64) ec2sim.Faults {
 	f := chaosFaults(0, seed)
-	f.ThrottleRate, f.InternalErrorRate, f.DropRate, f.LostAnswerRate, f.Latency = 0.10, 0.02, 0, 0.02, 100*time.Millisecond
+	f.ThrottleRate, f.InternalErrorRate, f.DropRate, f.LostAnswerRate = 0.10, 0.02, 0, 0.02
+	f.Slow = map[string]ec2sim.SlowCalls{"AttachVolume": {Rate: 0.25, Latency: 3 * time.Second}}
 	return f
 }
 
-// faultKinds name the emulator's answer codes that are injected faults.
+// faultKinds name the emulator's answer codes that are injected faults (the stack's emulator runs without
+// rate limits, so every RequestLimitExceeded is injected).
 var faultKinds = map[string]string{
 	"RequestLimitExceeded":    "throttled (503)",
 	"InternalError":           "5xx (500)",
@@ -35,14 +37,37 @@ var faultKinds = map[string]string{
 	"LostAnswerInternalError": "lost answer (500)",
 }
 
-// faultsByKind counts the faults the emulator injected, by kind, over the faulted actions (Server.Requests).
-func faultsByKind(ec2 *ec2sim.Server) map[string]int {
-	out := map[string]int{}
-	for _, action := range chaosFaults(0, 0).Actions {
-		for code, kind := range faultKinds {
-			if n := ec2.Requests(action, code); n > 0 {
-				out[kind] += n
+// faultsByKind counts the calls the emulator answered (or dropped) and the faults it injected, by kind, from
+// its answers by action and code (answerCounts), the mutating actions apart from the others.
+func faultsByKind(answers map[string]map[string]int) (FaultCounts, map[string]FaultCounts) {
+	var calls FaultCounts
+	out := map[string]FaultCounts{}
+	for action, codes := range answers {
+		add := func(c *FaultCounts, n int) {
+			if ec2sim.Mutating(action) {
+				c.Mutating += n
+			} else {
+				c.Describe += n
 			}
+		}
+		for code, n := range codes {
+			add(&calls, n)
+			if kind, ok := faultKinds[code]; ok {
+				c := out[kind]
+				add(&c, n)
+				out[kind] = c
+			}
+		}
+	}
+	return calls, out
+}
+
+// slowedCalls are the calls the Slow fault held, by action.
+func slowedCalls(ec2 *ec2sim.Server) map[string]int {
+	out := map[string]int{}
+	for _, action := range ec2sim.Actions() {
+		if n := ec2.Slowed(action); n > 0 {
+			out[action] = n
 		}
 	}
 	return out
@@ -102,11 +127,11 @@ func (r *chaosRun) wave(ctx context.Context, t *testing.T, w, n int) {
 	if err := r.createClaims(ctx, tag, n, chaosAbandoned); err != nil {
 		t.Fatalf("create the claims: %v", err)
 	}
-	volumes := r.checkRunning(ctx, t)
+	r.checkRunning(ctx, t)
 	t.Logf("%d Pods running, each volume attached to only its node, after %s", n, FormatDuration(time.Since(start)))
 	snapCtx, cancel := context.WithTimeout(ctx, chaosConverge+time.Duration(n)*time.Second)
 	defer cancel()
-	if err := chaosSnapshots(snapCtx, r.s.Stack, "snapshot-chaos-"+tag, slices.Sorted(maps.Keys(volumes))); err != nil {
+	if err := r.snaps.run(snapCtx, "snap-", slices.Sorted(maps.Keys(r.claimNode))); err != nil {
 		t.Fatalf("snapshots: %v", err)
 	}
 	t.Logf("one EBS snapshot per volume, all deleted, after %s", FormatDuration(time.Since(start)))

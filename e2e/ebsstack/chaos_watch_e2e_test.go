@@ -134,26 +134,31 @@ func logFaults(t *testing.T, s *Stack, phase string) {
 	t.Logf("%s: %d of its fault budget left unused", phase, f.Budget)
 }
 
-// faultCounts sums the emulator's answers by code (OK, RequestLimitExceeded, InternalError, Dropped, ...)
-// over every action, from its Prometheus metrics.
-func faultCounts(ctx context.Context, t *testing.T, s *Stack) (map[string]int, error) {
+// answerCounts reads the emulator's answers by action and code (OK, RequestLimitExceeded, InternalError,
+// Dropped, ...) from its Prometheus metrics.
+func answerCounts(ctx context.Context, t *testing.T, s *Stack) (map[string]map[string]int, error) {
 	code, b := rig.Get(t, ctx, s.EC2.URL()+"/metrics")
 	if code != http.StatusOK {
 		return nil, fmt.Errorf("GET %s/metrics: HTTP %d", s.EC2.URL(), code)
 	}
-	out := map[string]int{}
+	out := map[string]map[string]int{}
 	for _, line := range strings.Split(b, "\n") {
 		if !strings.HasPrefix(line, "ec2sim_requests_total{") {
 			continue
 		}
-		_, rest, ok := strings.Cut(line, `code="`)
-		code, rest, ok2 := strings.Cut(rest, `"`)
-		_, val, ok3 := strings.Cut(rest, "} ")
+		_, rest, ok := strings.Cut(line, `action="`)
+		action, rest, ok1 := strings.Cut(rest, `"`)
+		_, rest, ok2 := strings.Cut(rest, `code="`)
+		code, rest, ok3 := strings.Cut(rest, `"`)
+		_, val, ok4 := strings.Cut(rest, "} ")
 		n, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if !ok || !ok2 || !ok3 || err != nil {
+		if !ok || !ok1 || !ok2 || !ok3 || !ok4 || err != nil {
 			return nil, fmt.Errorf("unexpected metrics line %q", line)
 		}
-		out[code] += int(n)
+		if out[action] == nil {
+			out[action] = map[string]int{}
+		}
+		out[action][code] += int(n)
 	}
 	return out, nil
 }

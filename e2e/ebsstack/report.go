@@ -142,34 +142,60 @@ func FormatDuration(d time.Duration) string {
 }
 
 // ChaosTotals are the numbers of a chaos run: Lifecycles volumes taken from claim to deletion (Waves of them
-// at a time, each volume snapshotted once in a run at scale), Faults the emulator injected by kind, the
-// SIGKILLs sent, the Seed that replays the run, and how long it Took.
+// at a time, each volume snapshotted once in a run at scale), Calls the EC2 requests answered (or dropped) and
+// Faults the emulator injected, by kind and by class (mutating or Describe), Slowed the calls of each action
+// the Slow fault held, the SIGKILLs sent, the Seed that replays the run, and how long it Took.
 type ChaosTotals struct {
 	Lifecycles, Snapshots, Waves, Kills int
-	Faults                              map[string]int
+	Calls                               FaultCounts
+	Faults                              map[string]FaultCounts
+	Slowed                              map[string]int
 	Seed                                uint64
 	Took                                time.Duration
 }
 
-// ChaosTable writes the run's table (a line per number, the faults by kind in name order), then the table
-// of recovery times by component (RecoverySummary).
+// FaultCounts count requests of the mutating actions and of the others (the Describe calls).
+type FaultCounts struct{ Mutating, Describe int }
+
+// ChaosTable writes the run's table: a line per number, the faults by kind (in name order) in a column per
+// class, the slowed calls by action, the kills and how many of them were followed by a recovery (the
+// killed process's successor did work, see Recovery) with the median and longest time to it; then the
+// table of kills and recovery times by process (RecoverySummary).
 func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "seed\t%d\n", c.Seed)
+	fmt.Fprintf(tw, "seed\t%d\t\n", c.Seed)
 	waves := "waves"
 	if c.Waves == 1 {
 		waves = "wave"
 	}
-	fmt.Fprintf(tw, "lifecycles\t%d (in %d %s)\n", c.Lifecycles, c.Waves, waves)
-	fmt.Fprintf(tw, "snapshots\t%d\n", c.Snapshots)
-	total := 0
+	fmt.Fprintf(tw, "lifecycles\t%d (in %d %s)\t\n", c.Lifecycles, c.Waves, waves)
+	fmt.Fprintf(tw, "snapshots\t%d\t\n", c.Snapshots)
+	fmt.Fprintf(tw, "\tmutating\tDescribe\n")
+	fmt.Fprintf(tw, "EC2 calls\t%d\t%d\n", c.Calls.Mutating, c.Calls.Describe)
+	var total FaultCounts
 	for _, kind := range slices.Sorted(maps.Keys(c.Faults)) {
-		fmt.Fprintf(tw, "fault: %s\t%d\n", kind, c.Faults[kind])
-		total += c.Faults[kind]
+		n := c.Faults[kind]
+		fmt.Fprintf(tw, "fault: %s\t%d\t%d\n", kind, n.Mutating, n.Describe)
+		total.Mutating += n.Mutating
+		total.Describe += n.Describe
 	}
-	fmt.Fprintf(tw, "faults injected\t%d\n", total)
-	fmt.Fprintf(tw, "SIGKILLs\t%d\n", c.Kills)
-	fmt.Fprintf(tw, "time\t%s\n", FormatDuration(c.Took))
+	fmt.Fprintf(tw, "faults injected\t%d\t%d\n", total.Mutating, total.Describe)
+	for _, action := range slices.Sorted(maps.Keys(c.Slowed)) {
+		fmt.Fprintf(tw, "slowed %s\t%d\t\n", action, c.Slowed[action])
+	}
+	fmt.Fprintf(tw, "SIGKILLs\t%d\t\n", c.Kills)
+	var took []time.Duration
+	for _, r := range recs {
+		if r.Measured {
+			took = append(took, r.Took)
+		}
+	}
+	if len(took) > 0 {
+		fmt.Fprintf(tw, "recoveries\t%d (median %s, max %s)\t\n", len(took), FormatDuration(Median(took)), FormatDuration(slices.Max(took)))
+	} else {
+		fmt.Fprintf(tw, "recoveries\t0\t\n")
+	}
+	fmt.Fprintf(tw, "time\t%s\t\n", FormatDuration(c.Took))
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	RecoverySummary(w, recs)

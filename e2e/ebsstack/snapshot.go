@@ -3,17 +3,12 @@ package ebsstack
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -301,16 +296,4 @@ func (l *Lifecycle) ec2Snapshot(id string) (ec2sim.SnapshotState, error) {
 		}
 	}
 	return ec2sim.SnapshotState{}, fmt.Errorf("EC2 holds no snapshot %s", id)
-}
-
-// dialController connects to ebs-plugin's controller socket, as csi-snapshotter would.
-func dialController(sock string) (csi.ControllerClient, func(), error) {
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{Timeout: 10 * time.Second}).DialContext(ctx, "unix", sock)
-		}))
-	if err != nil {
-		return nil, nil, fmt.Errorf("dial %s: %w", sock, err)
-	}
-	return csi.NewControllerClient(conn), func() { _ = conn.Close() }, nil
 }
