@@ -17,11 +17,13 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
-// TestBenchAttacherMemory measures csi-attacher's resident memory with 10,000 VolumeAttachments of its driver
-// (and their 10,000 PersistentVolumes, on 100 nodes with CSINodes) in its informer caches, against a
-// baseline with none. The objects are created already attached, as Stowage's attacher leaves them
+// TestBenchAttacherMemory measures the resident memory of Stowage's csi-attacher and of the real upstream one
+// (external-attacher, built from its module at the version e2e/tools pins), each at its own default flags,
+// with 10,000 VolumeAttachments of its driver (and their 10,000 PersistentVolumes, on 100 nodes with
+// CSINodes) in its informer caches, against a baseline with none, on one control plane. The objects are created already attached, as Stowage's attacher leaves them
 // (finalizer, node-id and volume-handle annotations, status.attached), so the sidecar has nothing to do
 // after its initial LIST: the reading is the cost of the caches, taken once the process is idle. Each
 // figure is the median of memoryRounds fresh starts.
@@ -32,6 +34,10 @@ func TestBenchAttacherMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := startRig(t)
+	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := r.cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	admin, err := kubernetes.NewForConfig(cfg)
@@ -49,7 +55,7 @@ func TestBenchAttacherMemory(t *testing.T) {
 	t.Cleanup(drv.Stop)
 
 	var rows []e2erig.MemoryRow
-	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), 0))
+	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), 0), measureUpstreamAttacher(t, ctx, r, upstream, drv.Endpoint(), 0))
 
 	start := time.Now()
 	for i := range nodes {
@@ -78,24 +84,40 @@ func TestBenchAttacherMemory(t *testing.T) {
 	})
 	fmt.Printf("\ncreated %d PersistentVolumes and %d attached VolumeAttachments (%d requests) in %.0f s\n", n, n, 3*n, time.Since(start).Seconds())
 
-	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), n))
+	rows = append(rows, measureAttacher(t, ctx, r, drv.Endpoint(), n), measureUpstreamAttacher(t, ctx, r, upstream, drv.Endpoint(), n))
 	if calls := drv.Calls(csimock.ControllerPublishVolume); calls != 0 {
 		t.Errorf("%d ControllerPublish calls for VolumeAttachments created attached, want none: the sidecar was not idle", calls)
 	}
 
-	fmt.Printf("\ncsi-attacher memory: objects = VolumeAttachments of its driver, each with its PersistentVolume (%d nodes with CSINodes), real kube-apiserver, Stowage's default flags\n", nodes)
+	fmt.Printf("\ncsi-attacher memory: objects = VolumeAttachments of its driver, each with its PersistentVolume (%d nodes with CSINodes), real kube-apiserver, each at its default flags\n", nodes)
 	e2erig.WriteMemoryTable(os.Stdout, rows)
 	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM (the initial LIST and decode); medians of %d fresh starts; per 1,000: RSS growth over the empty row.\n", memoryRounds)
+	fmt.Printf("RSS at %d objects, Stowage / upstream: %.2fx (peak %.2fx)\n", n, float64(rows[2].RSS)/float64(rows[3].RSS), float64(rows[2].Peak)/float64(rows[3].Peak))
 	fmt.Println()
 }
 
 // memoryRounds is how many fresh starts each memory figure is the median of.
 const memoryRounds = 3
 
-// measureAttacher measures csi-attacher's memory once its caches hold objects (see rig.MeasureSidecar).
+// measureAttacher measures Stowage's csi-attacher's memory once its caches hold objects (see rig.MeasureSidecar).
 func measureAttacher(t *testing.T, ctx context.Context, r *rig, endpoint string, objects int) e2erig.MemoryRow {
 	t.Helper()
-	return e2erig.MeasureSidecar(t, ctx, "csi-attacher", objects, memoryRounds, func(round int) *e2erig.Process {
+	return e2erig.MeasureSidecar(t, ctx, "Stowage", objects, memoryRounds, func(round int) *e2erig.Process {
 		return r.startAttacher(t, fmt.Sprintf("memory-%d-%d", objects, round), endpoint)
+	})
+}
+
+// measureUpstreamAttacher measures upstream's csi-attacher at path as measureAttacher does. It logs nothing
+// once its caches synced; at -v=4 it logs "Started VolumeAttachment processing" for each VolumeAttachment its
+// workers take, which they do only after the sync, so that line is the signal when there are objects. With
+// none, the signal is its start ("Starting CSI attacher", just before the LIST of nothing) and the idle wait.
+func measureUpstreamAttacher(t *testing.T, ctx context.Context, r *rig, path, endpoint string, objects int) e2erig.MemoryRow {
+	t.Helper()
+	ready := "Started VolumeAttachment processing"
+	if objects == 0 {
+		ready = "Starting CSI attacher"
+	}
+	return e2erig.MeasureUpstreamSidecar(t, ctx, "upstream v4.13.0", ready, objects, memoryRounds, func(round int) *e2erig.Process {
+		return r.startBinary(t, path, fmt.Sprintf("upstream-memory-%d-%d", objects, round), endpoint, "-v=4")
 	})
 }

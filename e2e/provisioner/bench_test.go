@@ -5,109 +5,168 @@ package provisioner
 import (
 	"context"
 	"fmt"
-	"slices"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/csimock"
-
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
-// TestBenchProvisionStorm creates N PVCs (default 1000, STOWAGE_BENCH_PVCS) at once against a real API server
-// with an instant CSI driver, and measures the seconds until all are Bound and the API requests csi-provisioner
-// sent per PVC (through a counting proxy; Lease renewals excluded), at upstream's default client limits
-// (--kube-api-qps=5 --kube-api-burst=10) and at Stowage's defaults. kube-controller-manager gets high limits so
-// its binder is not what is measured.
+const (
+	saUser = "system:serviceaccount:" + namespace + ":" + saName
+	// The server write limit measurement: writes from unthrottled goroutines.
+	limitWrites, limitWorkers = 3000, 64
+	// settle is how long the provision phase's trailing writes (events, a release of Stowage's intent) get
+	// before the claims are deleted, so that they are counted with the phase they belong to.
+	settle = 2 * time.Second
+)
+
+// TestBenchProvisionStorm runs the real upstream csi-provisioner (external-provisioner, built from its module
+// at the version e2e/tools pins) and Stowage's, back to back, each on a fresh control plane with an audit
+// log, against an instant CSI driver: N claims (Immediate binding) are created at once once the sidecar is
+// running, timed until all are Bound; then all are deleted, timed until every PV is gone. Both run at the
+// same flags (--kube-api-qps=20 --kube-api-burst=100 --worker-threads=100) and each at its own defaults.
+// API writes (claims, PVs and Events by the sidecar's ServiceAccount; Lease renewals are not in the log) are
+// counted from the audit log. kube-controller-manager is unthrottled so its binder is not what is timed.
+// The API server's own write limit is measured first, on a fresh control plane of its own, and each
+// sidecar's write rate is printed as a fraction of it. PROVISION_STORM_N overrides N (300).
 func TestBenchProvisionStorm(t *testing.T) {
-	n := rig.EnvCount(t, "STOWAGE_BENCH_PVCS", 1000)
-	runs := []struct {
-		name  string
-		flags []string
-	}{
-		{"upstream defaults (qps 5, burst 10)", []string{"--kube-api-qps=5", "--kube-api-burst=10"}},
-		{"Stowage defaults (qps 20, burst 100)", nil},
-	}
-	results := make([]stormResult, len(runs))
-	for i, run := range runs {
-		t.Run(run.name, func(t *testing.T) { results[i] = runStorm(t, n, run.flags) })
-	}
-	fmt.Printf("\ncsi-provisioner provision storm: %d PVCs, Immediate binding, instant CSI driver, real kube-apiserver\n", n)
-	fmt.Printf("%-38s %12s %9s %14s %12s %12s %11s\n", "client limits", "s to Bound", "PVCs/s", "requests/PVC", "writes/PVC", "events/PVC", "GETs/PVC")
-	for i, r := range results {
-		rate := 0.0
-		if r.seconds > 0 {
-			rate = float64(n) / r.seconds
-		}
-		fmt.Printf("%-38s %12.1f %9.1f %14.2f %12.2f %12.2f %11.2f\n", runs[i].name, r.seconds, rate, r.requests, r.writes, r.events, r.reads)
-	}
-	fmt.Println("writes: PVC intent update, PV create, intent release; events: Provisioning + ProvisioningSucceeded (own client).")
-}
-
-// stormResult is one run's seconds to Bound and requests per claim.
-type stormResult struct {
-	seconds                         float64
-	requests, writes, events, reads float64
-}
-
-// runStorm starts a control plane and csi-provisioner with flags behind a counting proxy, creates n claims at
-// once and measures until all are bound and their intents released.
-func runStorm(t *testing.T, n int, flags []string) stormResult {
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	n := rig.EnvCount(t, "PROVISION_STORM_N", 300)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{ControllerManagerArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"}})
+	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours := provisionerBinary(t)
+	var limit rig.WriteLimit
+	t.Run("server write limit", func(t *testing.T) {
+		c, _ := startStormCluster(t, ctx)
+		if limit, err = rig.MeasureWriteLimit(ctx, c.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
+			t.Fatal(err)
+		}
+	})
+	settings := []struct {
+		name string
+		args []string
+	}{
+		{"same flags (qps 20, burst 100, 100 workers)", []string{"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100"}},
+		{"own defaults", nil},
+	}
+	var runs []rig.StormRun
+	for _, s := range settings {
+		for _, sc := range []struct {
+			name, path string
+			upstream   bool
+		}{{"upstream v6.4.0", upstream, true}, {"Stowage", ours, false}} {
+			t.Run(s.name+"/"+sc.name, func(t *testing.T) {
+				for _, run := range provisionStorm(t, ctx, sc.path, n, s.args) {
+					run.Setting, run.Sidecar, run.Upstream = s.name, sc.name, sc.upstream
+					runs = append(runs, run)
+				}
+			})
+		}
+	}
+	fmt.Printf("\nProvision storm: %d PVCs, Immediate binding, instant CSI driver (csimock), real kube-apiserver, a fresh control plane per row\n", n)
+	fmt.Println(limit)
+	rig.WriteStormTable(os.Stdout, runs, limit)
+	fmt.Println("own defaults: upstream --kube-api-qps=5 --kube-api-burst=10 --worker-threads=100; Stowage no client-side limiter (the server has API Priority and Fairness), 100 workers.")
+	fmt.Printf("writes: to claims, PVs and Events by the sidecar's ServiceAccount, from the audit log (Lease renewals not included); provision counts those until %s after all are Bound, delete the rest until the sidecar exited.\n", settle)
+	fmt.Println()
+}
+
+// startStormCluster starts a control plane, stopped when t ends, with an audit log of the writes to claims,
+// PVs and Events, and kube-controller-manager unthrottled.
+func startStormCluster(t *testing.T, ctx context.Context) (*cluster.Cluster, *rig.AuditLog) {
+	t.Helper()
+	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes", "/events", "events.k8s.io/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster.Start(ctx, cluster.Options{
+		APIServerArgs:         audit.APIServerArgs(),
+		ControllerManagerArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
+	return c, audit
+}
+
+// provisionStorm starts a fresh control plane and the csi-provisioner at path with args, creates n claims at
+// once and times them to Bound, then deletes them all and times it until every PV is gone.
+func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args []string) []rig.StormRun {
+	t.Helper()
+	c, audit := startStormCluster(t, ctx)
 	kube := adminClient(t, c)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(drv.Stop)
-	createClass(t, ctx, kube, storageClass("storm", storagev1.VolumeBindingImmediate, nil))
-	ns := "storm"
+	const ns, class = "storm", "storm"
+	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
 	createNamespace(t, ctx, kube, ns)
-	kc, counter := countingKubeconfig(t, serviceAccountKubeconfig(t, c))
-	p := startProvisioner(t, kc, drv.Endpoint(), flags...)
-	rig.Eventually(t, ctx, 2*time.Minute, "provisioner caches synced", func(ctx context.Context) (bool, error) {
-		return p.logContains("Caches synced"), nil
+	p := startProvisionerAt(t, path, serviceAccountKubeconfig(t, c), drv.Endpoint(), args...)
+	// Stowage's logs "Caches synced", upstream's "Started provisioner controller", each once its informers
+	// synced and its workers run.
+	rig.Eventually(t, ctx, 5*time.Minute, "provisioner running", func(context.Context) (bool, error) {
+		return p.logContains("Caches synced") || p.logContains("Started provisioner controller"), nil
 	})
-	time.Sleep(time.Second)
-	base := [4]int64{counter.total.Load(), counter.writes.Load(), counter.events.Load(), counter.watches.Load()}
+	writes := func() int { return len(rig.Filter(audit.MustWrites(t), rig.ByUser(saUser))) }
+	before := writes()
 
 	start := time.Now()
+	name := func(i int) string { return fmt.Sprintf("pvc-%04d", i) }
 	if err := rig.Parallel(n, 32, func(i int) error {
-		_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, fmt.Sprintf("pvc-%04d", i), "storm", "1Gi"), metav1.CreateOptions{})
+		_, err := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, claim(ns, name(i), class, "1Gi"), metav1.CreateOptions{})
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitAllClaims(t, ctx, kube, ns, n, 24*time.Minute, fmt.Sprintf("%d claims bound", n), func(c v1.PersistentVolumeClaim) bool { return c.Status.Phase == v1.ClaimBound })
-	elapsed := time.Since(start)
-	// Count the whole job: wait for the last releases of the provisioning intent (throttled writes that may
-	// trail the binding).
-	waitAllClaims(t, ctx, kube, ns, n, 20*time.Minute, "intents released", func(c v1.PersistentVolumeClaim) bool { return !slices.Contains(c.Finalizers, intentKey) })
-	time.Sleep(time.Second)
-	total := counter.total.Load() - base[0]
-	writes := counter.writes.Load() - base[1]
-	events := counter.events.Load() - base[2]
-	watches := counter.watches.Load() - base[3]
+	waitAllClaims(t, ctx, kube, ns, n, 2*time.Hour, fmt.Sprintf("%d claims bound", n), func(c v1.PersistentVolumeClaim) bool { return c.Status.Phase == v1.ClaimBound })
+	provision := rig.StormRun{Phase: "provision", Objects: n, Seconds: time.Since(start).Seconds()}
 	if vols := len(drv.Volumes()); vols != n {
-		t.Errorf("driver holds %d volumes for %d claims", vols, n)
+		t.Errorf("driver holds %d volumes for %d bound claims", vols, n)
 	}
-	fn := float64(n)
-	return stormResult{
-		seconds: elapsed.Seconds(), requests: float64(total) / fn, writes: float64(writes-events) / fn,
-		events: float64(events) / fn, reads: float64(total-writes-watches) / fn,
+	time.Sleep(settle)
+	afterProvision := writes()
+	provision.Writes = afterProvision - before
+
+	start = time.Now()
+	if err := rig.Parallel(n, 32, func(i int) error {
+		err := kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name(i), metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
+	rig.Eventually(t, ctx, 2*time.Hour, fmt.Sprintf("the PVs of %d deleted claims gone", n), func(ctx context.Context) (bool, error) {
+		pvs, err := kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		return err == nil && len(pvs.Items) == 0, err
+	})
+	del := rig.StormRun{Phase: "delete", Objects: n, Seconds: time.Since(start).Seconds()}
+	if vols := drv.Volumes(); len(vols) != 0 {
+		t.Errorf("driver still holds %d volumes after all PVs are gone", len(vols))
+	}
+	// Counted once the process is gone, so a write that trailed the last PV's deletion is in the log too.
+	p.Signal(syscall.SIGTERM)
+	<-p.Done()
+	del.Writes = writes() - afterProvision
+	return []rig.StormRun{provision, del}
 }
 
 // waitAllClaims waits until the n claims in ns are all as ok wants them.

@@ -19,13 +19,16 @@ import (
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 // memoryRounds is how many fresh starts each memory figure is the median of.
 const memoryRounds = 3
 
-// TestBenchProvisionerMemory measures csi-provisioner's resident memory with 10,000 PVCs of its
-// StorageClass and their 10,000 PVs in its informer caches, against a baseline with none. The objects are
+// TestBenchProvisionerMemory measures the resident memory of Stowage's csi-provisioner and of the real upstream
+// one (external-provisioner, built from its module at the version e2e/tools pins), each at its own default
+// flags, with 10,000 PVCs of its StorageClass and their 10,000 PVs in its informer caches, against a
+// baseline with none, on one control plane. The objects are
 // created as a finished provisioning leaves them (PV named pvc-<claim UID> with claimRef, provisioned-by
 // annotation and finalizer; claim with volumeName and the binder's annotations; both Bound), and
 // kube-controller-manager's PV binder is off so nothing rewrites them: the sidecar has nothing to do after
@@ -46,22 +49,27 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
 	createNamespace(t, ctx, kube, ns)
 	kubeconfig := serviceAccountKubeconfig(t, c)
+	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var rows []rig.MemoryRow
-	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), 0))
+	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), 0), measureUpstreamProvisioner(t, ctx, upstream, kubeconfig, drv.Endpoint(), 0))
 
 	start := time.Now()
 	createBound(t, ctx, kube, ns, class, n)
 	fmt.Printf("\ncreated %d bound PVC/PV pairs (%d requests) in %.0f s\n", n, 5*n, time.Since(start).Seconds())
 
-	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), n))
+	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), n), measureUpstreamProvisioner(t, ctx, upstream, kubeconfig, drv.Endpoint(), n))
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
 	}
 
-	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, Stowage's default flags")
+	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
 	rig.WriteMemoryTable(os.Stdout, rows)
 	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM (the initial LIST and decode); medians of %d fresh starts; per 1,000: RSS growth over the empty row.\n", memoryRounds)
+	fmt.Printf("RSS at %d objects, Stowage / upstream: %.2fx (peak %.2fx)\n", n, float64(rows[2].RSS)/float64(rows[3].RSS), float64(rows[2].Peak)/float64(rows[3].Peak))
 	fmt.Println()
 }
 
@@ -138,7 +146,16 @@ func createBoundPair(ctx context.Context, kube kubernetes.Interface, ns, class, 
 // measureProvisioner measures csi-provisioner's memory once its caches hold objects (see rig.MeasureSidecar).
 func measureProvisioner(t *testing.T, ctx context.Context, kubeconfig, endpoint string, objects int) rig.MemoryRow {
 	t.Helper()
-	return rig.MeasureSidecar(t, ctx, "csi-provisioner", objects, memoryRounds, func(int) *rig.Process {
+	return rig.MeasureSidecar(t, ctx, "Stowage", objects, memoryRounds, func(int) *rig.Process {
 		return startProvisioner(t, kubeconfig, endpoint).Process
+	})
+}
+
+// measureUpstreamProvisioner measures upstream's csi-provisioner at path as measureProvisioner does; it logs
+// "Started provisioner controller" once its informers synced and its workers run.
+func measureUpstreamProvisioner(t *testing.T, ctx context.Context, path, kubeconfig, endpoint string, objects int) rig.MemoryRow {
+	t.Helper()
+	return rig.MeasureUpstreamSidecar(t, ctx, "upstream v6.4.0", "Started provisioner controller", objects, memoryRounds, func(int) *rig.Process {
+		return startProvisionerAt(t, path, kubeconfig, endpoint).Process
 	})
 }

@@ -4,19 +4,12 @@ package provisioner
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -24,8 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/rig"
@@ -218,93 +209,6 @@ func claim(ns, name, class, size string) *v1.PersistentVolumeClaim {
 			}},
 		},
 	}
-}
-
-// requestCounter is a reverse proxy in front of the API server that counts the requests passing through,
-// so the benchmark measures exactly what the provisioner sends.
-type requestCounter struct {
-	total, watches, writes, events, leases atomic.Int64
-	server                                 *http.Server
-	url                                    string
-}
-
-// countingKubeconfig starts a counter in front of the API server and writes a kubeconfig that reaches it with
-// the credentials of kubeconfig.
-func countingKubeconfig(t testing.TB, kubeconfig string) (string, *requestCounter) {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	target, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	transport, err := rest.TransportFor(&rest.Config{TLSClientConfig: cfg.TLSClientConfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := cfg.BearerToken
-	if token == "" && cfg.BearerTokenFile != "" {
-		b, err := os.ReadFile(cfg.BearerTokenFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		token = strings.TrimSpace(string(b))
-	}
-	rc := &requestCounter{}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = transport
-	proxy.FlushInterval = -1
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The proxy authenticates as the ServiceAccount: client-go does not send bearer tokens over plain HTTP.
-		r.Header.Set("Authorization", "Bearer "+token)
-		if strings.Contains(r.URL.Path, "/leases") {
-			// Leader election runs on its own clock, not per claim; counted apart.
-			rc.leases.Add(1)
-			proxy.ServeHTTP(w, r)
-			return
-		}
-		rc.total.Add(1)
-		switch {
-		case r.URL.Query().Get("watch") == "true" || r.URL.Query().Get("watch") == "1":
-			rc.watches.Add(1)
-		case r.Method != http.MethodGet:
-			rc.writes.Add(1)
-			if strings.Contains(r.URL.Path, "/events") {
-				rc.events.Add(1)
-			}
-		}
-		proxy.ServeHTTP(w, r)
-	})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.server = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	rc.url = "http://" + l.Addr().String()
-	go func() { _ = rc.server.Serve(l) }()
-	t.Cleanup(func() { _ = rc.server.Close() })
-
-	out := filepath.Join(t.TempDir(), "kubeconfig")
-	content := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: counted
-  cluster:
-    server: %s
-users:
-- name: sa
-  user: {}
-contexts:
-- name: counted
-  context: {cluster: counted, user: sa}
-current-context: counted
-`, rc.url)
-	if err := os.WriteFile(out, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return out, rc
 }
 
 // adminClient is the cluster's admin clientset with limits high enough that the test itself never throttles.

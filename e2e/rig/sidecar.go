@@ -2,11 +2,13 @@ package rig
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -48,12 +50,25 @@ func Get(t testing.TB, ctx context.Context, url string) (int, string) {
 // releases its lease for the next start). The row holds the median of the readings.
 func MeasureSidecar(t testing.TB, ctx context.Context, sidecar string, objects, rounds int, start func(round int) *Process) MemoryRow {
 	t.Helper()
+	return measureSidecar(t, ctx, sidecar, "Caches synced", false, objects, rounds, start)
+}
+
+// MeasureUpstreamSidecar is MeasureSidecar for an upstream sidecar, the peer a Stowage one is compared with.
+// It logs no "Caches synced": ready is the log line that says it is past its cache sync. And where it installs
+// no SIGTERM handler, the signal's default action ends it, which here is a normal stop.
+func MeasureUpstreamSidecar(t testing.TB, ctx context.Context, sidecar, ready string, objects, rounds int, start func(round int) *Process) MemoryRow {
+	t.Helper()
+	return measureSidecar(t, ctx, sidecar, ready, true, objects, rounds, start)
+}
+
+func measureSidecar(t testing.TB, ctx context.Context, sidecar, ready string, termKills bool, objects, rounds int, start func(round int) *Process) MemoryRow {
+	t.Helper()
 	var readings []Memory
 	for round := range rounds {
 		p := start(round)
 		Eventually(t, ctx, 5*time.Minute, fmt.Sprintf("%s with %d objects to sync its caches", sidecar, objects), func(context.Context) (bool, error) {
 			log, err := os.ReadFile(p.LogPath)
-			return err == nil && strings.Contains(string(log), "Caches synced"), err
+			return err == nil && strings.Contains(string(log), ready), err
 		})
 		waited, err := WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
 		if err != nil {
@@ -66,9 +81,19 @@ func MeasureSidecar(t testing.TB, ctx context.Context, sidecar string, objects, 
 		t.Logf("%s with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", sidecar, objects, round+1, waited.Seconds(), MiB(m.RSS), MiB(m.Peak))
 		readings = append(readings, m)
 		p.Signal(syscall.SIGTERM)
-		if err := p.Wait(ctx); err != nil {
+		if err := p.Wait(ctx); err != nil && !(termKills && KilledBy(err, syscall.SIGTERM)) {
 			t.Fatalf("%s exit after SIGTERM: %v", sidecar, err)
 		}
 	}
 	return MemoryRow{Sidecar: sidecar, Objects: objects, Memory: MedianMemory(readings)}
+}
+
+// KilledBy tells whether err, from Process.Wait, says the process was ended by sig.
+func KilledBy(err error, sig syscall.Signal) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		return false
+	}
+	status, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && status.Signaled() && status.Signal() == sig
 }

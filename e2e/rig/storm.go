@@ -1,0 +1,65 @@
+package rig
+
+import (
+	"fmt"
+	"io"
+)
+
+// StormRun is one phase of a storm benchmark for one sidecar: Objects objects handled in Seconds with Writes
+// API writes (from the audit log).
+type StormRun struct {
+	Setting  string // the flags both sidecars ran with, e.g. "same flags (qps 20, burst 100)" or "own defaults"
+	Phase    string // e.g. "attach", "detach"
+	Sidecar  string // e.g. "upstream v4.13.0", "Stowage"
+	Upstream bool   // the peer Stowage's row of the same setting and phase is compared with
+	Objects  int
+	Seconds  float64
+	Writes   int
+}
+
+// WritesPerObject is the API writes per object handled.
+func (r StormRun) WritesPerObject() float64 {
+	if r.Objects == 0 {
+		return 0
+	}
+	return float64(r.Writes) / float64(r.Objects)
+}
+
+// WritesPerSecond is the sidecar's write rate over the phase.
+func (r StormRun) WritesPerSecond() float64 {
+	if r.Seconds <= 0 {
+		return 0
+	}
+	return float64(r.Writes) / r.Seconds
+}
+
+// WriteStormTable prints runs as a table, with each run's write rate as a fraction of the server's limit and,
+// on a Stowage row, its speed against the upstream row of the same setting and phase (upstream's seconds over
+// Stowage's: 2.00x is twice as fast) and its writes per object over upstream's.
+func WriteStormTable(w io.Writer, runs []StormRun, limit WriteLimit) {
+	fmt.Fprintf(w, "%-44s %-9s %-18s %9s %14s %9s %10s %14s %15s\n",
+		"setting", "phase", "sidecar", "seconds", "writes/object", "writes/s", "% of limit", "speed vs up", "writes vs up")
+	for _, r := range runs {
+		speed, writes := "", ""
+		if up, ok := upstreamOf(runs, r); ok && !r.Upstream {
+			if r.Seconds > 0 {
+				speed = fmt.Sprintf("%.2fx", up.Seconds/r.Seconds)
+			}
+			if up.WritesPerObject() > 0 {
+				writes = fmt.Sprintf("%.2fx", r.WritesPerObject()/up.WritesPerObject())
+			}
+		}
+		fmt.Fprintf(w, "%-44s %-9s %-18s %9.1f %14.2f %9.1f %9.1f%% %14s %15s\n",
+			r.Setting, r.Phase, r.Sidecar, r.Seconds, r.WritesPerObject(), r.WritesPerSecond(), 100*limit.Fraction(r.WritesPerSecond()), speed, writes)
+	}
+}
+
+// upstreamOf finds the upstream run of r's setting and phase.
+func upstreamOf(runs []StormRun, r StormRun) (StormRun, bool) {
+	for _, u := range runs {
+		if u.Upstream && u.Setting == r.Setting && u.Phase == r.Phase {
+			return u, true
+		}
+	}
+	return StormRun{}, false
+}

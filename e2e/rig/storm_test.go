@@ -1,0 +1,41 @@
+package rig
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWriteStormTableComparesWithTheUpstreamRowOfTheSameSettingAndPhase(t *testing.T) {
+	runs := []StormRun{
+		{Setting: "same flags", Phase: "attach", Sidecar: "upstream", Upstream: true, Objects: 100, Seconds: 30, Writes: 500},
+		{Setting: "same flags", Phase: "attach", Sidecar: "Stowage", Objects: 100, Seconds: 10, Writes: 300},
+		{Setting: "own defaults", Phase: "attach", Sidecar: "upstream", Upstream: true, Objects: 100, Seconds: 100, Writes: 500},
+		{Setting: "own defaults", Phase: "attach", Sidecar: "Stowage", Objects: 100, Seconds: 4, Writes: 300},
+		{Setting: "own defaults", Phase: "detach", Sidecar: "Stowage", Objects: 100, Seconds: 2, Writes: 200},
+	}
+	var b strings.Builder
+	WriteStormTable(&b, runs, WriteLimit{Writes: 1000, Elapsed: time.Second})
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("%d lines, want a header and 5 rows:\n%s", len(lines), b.String())
+	}
+	for i, want := range [][]string{
+		1: {"5.00", "16.7", "1.7%"},           // upstream: 500 writes / 30 s of 1000/s; no ratio
+		2: {"3.00", "30.0", "3.00x", "0.60x"}, // 30 s / 10 s; 3 / 5 writes
+		4: {"75.0", "7.5%", "25.00x"},         // 100 s / 4 s
+		5: {"2.00", "100.0", "10.0%"},         // no upstream detach row: no ratio
+	} {
+		for _, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("row %d %q lacks %q", i, lines[i], w)
+			}
+		}
+	}
+	if strings.Contains(lines[1], "x ") || strings.HasSuffix(strings.TrimSpace(lines[1]), "x") {
+		t.Errorf("upstream row has a ratio: %q", lines[1])
+	}
+	if strings.Contains(lines[5], "x") {
+		t.Errorf("row without an upstream peer has a ratio: %q", lines[5])
+	}
+}
