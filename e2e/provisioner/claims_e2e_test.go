@@ -30,29 +30,6 @@ func waitClaimGone(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVo
 	})
 }
 
-// waitHeldByIntent waits until the deleted claim is held by the intent finalizer alone: kube-controller-
-// manager has dropped its pvc-protection finalizer, and with no provisioner running nobody else may let the
-// claim go, since nobody else knows its volume exists.
-func waitHeldByIntent(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim) {
-	t.Helper()
-	var got *v1.PersistentVolumeClaim
-	gone := false
-	rig.Eventually(t, context.Background(), time.Minute, "claim "+pvc.Name+" held only by the intent finalizer", func(ctx context.Context) (bool, error) {
-		var err error
-		got, err = kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Get(ctx, pvc.Name, metav1.GetOptions{})
-		if gone = apierrors.IsNotFound(err); gone {
-			return true, nil
-		}
-		return err == nil && got.DeletionTimestamp != nil && !slices.Contains(got.Finalizers, "kubernetes.io/pvc-protection"), err
-	})
-	if gone {
-		t.Fatalf("claim %s gone while its volume may exist", pvc.Name)
-	}
-	if !slices.Equal(got.Finalizers, []string{intentKey}) {
-		t.Errorf("deleted claim's finalizers %v, want [%s]", got.Finalizers, intentKey)
-	}
-}
-
 func createClaim(t *testing.T, kube kubernetes.Interface, pvc *v1.PersistentVolumeClaim) *v1.PersistentVolumeClaim {
 	t.Helper()
 	out, err := kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Create(context.Background(), pvc, metav1.CreateOptions{})

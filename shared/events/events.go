@@ -5,7 +5,7 @@ package events
 import (
 	"context"
 	"errors"
-	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,20 +23,26 @@ type Options struct {
 	// Scheme must know every type events are recorded on; nil means client-go's scheme (built-in types only).
 	// Add the snapshot or S3 types to a scheme of your own to record events on them.
 	Scheme *runtime.Scheme
+	// CoalesceWindow is how long the count updates of a repeated Event are held so that they go out as one
+	// PATCH; 0 means DefaultCoalesceWindow, a negative value sends each one at once (client-go's behaviour).
+	CoalesceWindow time.Duration
 }
+
+// DefaultCoalesceWindow bounds how late `kubectl describe` shows the count of a repeated Event.
+const DefaultCoalesceWindow = 10 * time.Second
 
 // Recorder sends Events to the API server until its context ends.
 type Recorder struct {
 	record.EventRecorderLogger
 	broadcaster record.EventBroadcaster
-	// writing is held (read-locked) by each Event write to the API server, so Shutdown can wait for the one
-	// in flight: client-go's Shutdown does not, and a write still running after it would outlive its owner.
-	writing *sync.RWMutex
+	sink        *coalescingSink
 }
 
 // New starts a broadcaster that writes Events through client and stops when ctx ends (or on Shutdown).
-// Similar events are aggregated and rate limited by client-go's correlator, so a retry loop cannot flood
-// the API server.
+// Similar events are aggregated and rate limited by client-go's correlator, and the count updates of repeated
+// ones coalesced (coalesce.go), so a retry loop cannot flood the API server. Recording never blocks the caller:
+// the broadcaster queues Events and drops them when its queue is full (a slow or stuck API server), so pass a
+// client of their own (sidecar.Options.EventsOwnClient) to keep Events off the work path's rate limiter.
 func New(ctx context.Context, client kubernetes.Interface, o Options) (*Recorder, error) {
 	if o.Component == "" {
 		return nil, errors.New("event recorder needs a component name")
@@ -47,40 +53,19 @@ func New(ctx context.Context, client kubernetes.Interface, o Options) (*Recorder
 	}
 	b := record.NewBroadcaster(record.WithContext(ctx))
 	b.StartStructuredLogging(4)
-	writing := &sync.RWMutex{}
-	b.StartRecordingToSink(&trackedSink{sink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, writing: writing})
+	window := o.CoalesceWindow
+	if window == 0 {
+		window = DefaultCoalesceWindow
+	}
+	sink := newCoalescingSink(ctx, &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, window)
+	b.StartRecordingToSink(sink)
 	rec := b.NewRecorder(s, corev1.EventSource{Component: o.Component}).WithLogger(klog.FromContext(ctx))
-	return &Recorder{EventRecorderLogger: rec, broadcaster: b, writing: writing}, nil
+	return &Recorder{EventRecorderLogger: rec, broadcaster: b, sink: sink}, nil
 }
 
-// Shutdown stops the broadcaster and waits for the Event being written, if any; Events not yet sent are
-// dropped.
+// Shutdown stops the broadcaster, sends the count updates held back, and waits for the Event being written,
+// if any; Events not yet sent are dropped.
 func (r *Recorder) Shutdown() {
 	r.broadcaster.Shutdown()
-	r.writing.Lock()
-	defer r.writing.Unlock()
-}
-
-// trackedSink is an EventSink whose writes Shutdown can wait for.
-type trackedSink struct {
-	sink    record.EventSink
-	writing *sync.RWMutex
-}
-
-func (s *trackedSink) Create(e *corev1.Event) (*corev1.Event, error) {
-	s.writing.RLock()
-	defer s.writing.RUnlock()
-	return s.sink.Create(e)
-}
-
-func (s *trackedSink) Update(e *corev1.Event) (*corev1.Event, error) {
-	s.writing.RLock()
-	defer s.writing.RUnlock()
-	return s.sink.Update(e)
-}
-
-func (s *trackedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	s.writing.RLock()
-	defer s.writing.RUnlock()
-	return s.sink.Patch(e, data)
+	r.sink.stop()
 }

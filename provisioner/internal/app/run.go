@@ -24,6 +24,7 @@ import (
 	"github.com/stowage-csi/stowage/provisioner/internal/metrics"
 	"github.com/stowage-csi/stowage/provisioner/internal/provision"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/leaderelection"
 	"github.com/stowage-csi/stowage/shared/sidecar"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
@@ -52,7 +53,14 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(cfg, d, c, vac)
+	// The intent record a predecessor (this replica before a kill, or another leader) left: its claims are
+	// finished or undone like any other once the caches have synced.
+	journal := newJournal(d)
+	recovered, err := journal.Load(ctx)
+	if err != nil {
+		return err
+	}
+	ctrl, err := newController(cfg, d, c, vac, journal)
 	if err != nil {
 		return err
 	}
@@ -70,8 +78,14 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
 	}
-	klog.FromContext(ctx).Info("Caches synced, provisioning")
+	klog.FromContext(ctx).Info("Caches synced, provisioning", "intentRecord", journal.Name(), "recoveredClaims", len(recovered))
 	var wg sync.WaitGroup
+	// The record is written until the workers are done: Run drains them after ctx ends, and what they cleared
+	// is flushed last.
+	journalCtx, stopJournal := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJournal()
+	wg.Go(func() { journal.Run(journalCtx) })
+	ctrl.EnqueueClaims(recovered)
 	if capCtrl != nil {
 		wg.Go(func() { capCtrl.Run(ctx, cfg.CapacityThreads) })
 	}
@@ -85,9 +99,31 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	})
 	ctrl.Run(ctx)
 	stopFollowing()
+	flushCtx, cancelFlush := context.WithTimeout(journalCtx, 5*time.Second)
+	journal.Flush(flushCtx)
+	cancelFlush()
+	stopJournal()
 	wg.Wait()
 	return nil
 }
+
+// newJournal is the intent record of this provisioner identity: a Lease next to the leader election one (the
+// namespace upstream's RBAC grants leases in), one per node under --node-deployment.
+func newJournal(d leaderDeps) *provision.Journal {
+	ns := leaderelection.ResolveNamespace(d.env.Flags.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile)
+	return provision.NewJournal(d.kube.CoordinationV1().Leases(ns), provision.JournalConfig{
+		Name:   provision.JournalName(leaderelection.LockName(LockPrefix, d.driver), d.nodeName),
+		Window: journalWindow, ClearAfter: journalClearAfter,
+	})
+}
+
+// journalWindow gathers the claims of a burst into one record write; it adds at most this much to a claim's
+// CreateVolume latency. journalClearAfter is how long cleared entries wait for a write to ride on: an entry left
+// a while costs nothing (a restart finds its PV), a write of its own costs a write.
+const (
+	journalWindow     = 20 * time.Millisecond
+	journalClearAfter = 30 * time.Second
+)
 
 // caches are the informers and listers the provisioner reads; a nil lister is one it has no use for.
 type caches struct {
@@ -158,7 +194,7 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, e
 
 // newController builds the Provisioner and the controller that feeds it from c, with its three queues; vac says
 // whether it reads the VolumeAttributesClasses claims name or ignores them.
-func newController(cfg *Config, d leaderDeps, c caches, vac vacUse) (*controller.Controller, error) {
+func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *provision.Journal) (*controller.Controller, error) {
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
 		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
@@ -180,7 +216,7 @@ func newController(cfg *Config, d leaderDeps, c caches, vac vacUse) (*controller
 		Kube: d.kube, Snapshots: d.snaps, CSI: csi.NewControllerClient(d.env.CSI.GRPC()),
 		Claims: c.claims.Lister(), Volumes: c.volumes.Lister(), Classes: c.classes.Lister(),
 		CSINodes: c.csiNodes, Nodes: c.nodes, Attachments: c.attachments.Lister(),
-		Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()),
+		Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()), Journal: journal,
 	})
 	var queues controller.Queues
 	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {

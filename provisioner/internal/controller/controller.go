@@ -27,6 +27,8 @@ type Syncer interface {
 	IsOurs(*v1.PersistentVolumeClaim) bool
 	IsOursPV(*v1.PersistentVolume) bool
 	SyncClaim(context.Context, *v1.PersistentVolumeClaim) error
+	// SyncGoneClaim finishes what a claim the cache no longer has left behind (a volume being made for it).
+	SyncGoneClaim(ctx context.Context, namespace, name string) error
 	SyncVolume(context.Context, *v1.PersistentVolume) error
 	SyncCloneSource(ctx context.Context, namespace, name string) error
 	// ForgetClaim and Forget drop what the Syncer remembers about a claim or PV; the controller calls them from
@@ -128,6 +130,14 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// EnqueueClaims queues the claims namespace/name of keys: those of the intent record a previous process left,
+// which are finished or undone like any other claim.
+func (c *Controller) EnqueueClaims(keys []string) {
+	for _, k := range keys {
+		c.claimQ.Add(k)
+	}
+}
+
 // DriverBack retries at once, instead of at the end of their backoff, the claims and volumes whose last sync
 // failed (most likely because the driver was away) or is running; csiconn.FollowRestarts calls it when the
 // driver is back after a restart.
@@ -144,6 +154,11 @@ func (c *Controller) syncClaim(ctx context.Context, key string) error {
 	}
 	claim, err := c.claims.PersistentVolumeClaims(ns).Get(name)
 	if apierrors.IsNotFound(err) {
+		// A volume being made for the claim when it went is undone here, by the worker owning the key: no other
+		// worker is making it any more.
+		if err := c.s.SyncGoneClaim(ctx, ns, name); err != nil {
+			return c.slowly(ctx, c.claimQ, key, err)
+		}
 		// Forgotten here, not in the delete handler: this worker owns the key, so no other worker holds a copy of
 		// the claim, and the cache never serves one again.
 		c.s.ForgetClaim(ns, name)

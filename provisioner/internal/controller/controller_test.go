@@ -54,8 +54,9 @@ func (r *recorder) SyncCloneSource(_ context.Context, ns, name string) error {
 	r.sources[ns+"/"+name]++
 	return nil
 }
-func (r *recorder) ForgetClaim(ns, name string) { r.forget(ns + "/" + name) }
-func (r *recorder) Forget(name string)          { r.forget(name) }
+func (r *recorder) SyncGoneClaim(context.Context, string, string) error { return nil }
+func (r *recorder) ForgetClaim(ns, name string)                         { r.forget(ns + "/" + name) }
+func (r *recorder) Forget(name string)                                  { r.forget(name) }
 func (r *recorder) forget(key string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

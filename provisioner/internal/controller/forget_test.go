@@ -89,10 +89,14 @@ func newRaceRig(t *testing.T, objs ...runtime.Object) (*raceRig, *Controller) {
 			must(t, r.classes.Add(o))
 		}
 	}
+	journal := provision.NewJournal(kube.CoordinationV1().Leases("kube-system"), provision.JournalConfig{Name: "intents"})
+	jctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go journal.Run(jctx)
 	p := provision.New(provision.Config{
 		DriverName: testutil.Driver, Identity: "id-1", VolumeNamePrefix: "pvc", VolumeNameUUIDLength: -1, Timeout: 10 * time.Second,
 	}, provision.Deps{
-		Kube: kube, CSI: r.csi,
+		Kube: kube, CSI: r.csi, Journal: journal,
 		Claims:      factory.Core().V1().PersistentVolumeClaims().Lister(),
 		Volumes:     factory.Core().V1().PersistentVolumes().Lister(),
 		Classes:     factory.Storage().V1().StorageClasses().Lister(),

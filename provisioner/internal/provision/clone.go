@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 var everything = labels.Everything()
@@ -78,12 +79,12 @@ func (p *Provisioner) protectCloneSource(ctx context.Context, namespace, name st
 // SyncCloneSource removes the cloning-protection finalizer from a source PVC once no claim is being cloned from
 // it any more. The controller calls it for every PVC event that could change the answer.
 func (p *Provisioner) SyncCloneSource(ctx context.Context, namespace, name string) error {
-	return p.syncCloneSource(ctx, namespace, name, nil)
+	return p.syncCloneSource(ctx, namespace, name, "")
 }
 
-// syncCloneSource is SyncCloneSource that does not count except, a claim whose provisioning just finished but
-// whose binding the cache has not seen yet.
-func (p *Provisioner) syncCloneSource(ctx context.Context, namespace, name string, except *v1.PersistentVolumeClaim) error {
+// syncCloneSource is SyncCloneSource that does not count the claim with UID except, whose provisioning just
+// finished (its binding not in the cache yet) or was undone.
+func (p *Provisioner) syncCloneSource(ctx context.Context, namespace, name string, except types.UID) error {
 	src, err := p.Claims.PersistentVolumeClaims(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		return nil

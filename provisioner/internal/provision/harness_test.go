@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -19,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
@@ -31,7 +34,14 @@ type harness struct {
 	csi     *testutil.FakeCSI
 	rec     *record.FakeRecorder
 	indexer map[string]cache.Indexer
+	journal *Journal
 }
+
+// The intent record's place in the harness.
+const (
+	journalNS   = "kube-system"
+	journalName = "test-csi-example-com-intents"
+)
 
 func defaultConfig() Config {
 	return Config{
@@ -64,8 +74,21 @@ func newHarness(t *testing.T, cfg Config, objs ...runtime.Object) *harness {
 	for _, o := range objs {
 		h.cache(t, o)
 	}
+	// The record's Lease exists, as it does once a provisioner has run, and was loaded at start-up.
+	if _, err := kube.CoordinationV1().Leases(journalNS).Create(context.Background(), &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: journalNS, Name: journalName},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.journal = NewJournal(h.kube.CoordinationV1().Leases(journalNS), JournalConfig{Name: journalName})
+	if _, err := h.journal.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go h.journal.Run(ctx)
 	h.p = New(cfg, Deps{
-		Kube: h.kube, CSI: h.csi, Recorder: h.rec,
+		Kube: h.kube, CSI: h.csi, Recorder: h.rec, Journal: h.journal,
 		Claims:      corelisters.NewPersistentVolumeClaimLister(h.indexer["pvc"]),
 		Volumes:     corelisters.NewPersistentVolumeLister(h.indexer["pv"]),
 		Classes:     storagelisters.NewStorageClassLister(h.indexer["sc"]),
@@ -136,6 +159,18 @@ func (h *harness) actions() []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// leaseEntries reads the entries the record's Lease holds on the (fake) API server, after writing what is
+// pending.
+func (h *harness) leaseEntries(t *testing.T) map[types.UID]intentEntry {
+	t.Helper()
+	h.journal.Flush(context.Background())
+	lease, err := h.kube.CoordinationV1().Leases(journalNS).Get(context.Background(), journalName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseEntries(klog.Background(), lease)
 }
 
 // events drains the recorded events.

@@ -6,30 +6,17 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Claim writes are Updates guarded by the resourceVersion read (see updateObject). Releasing the intent follows
-// the PV create, on which the PV controller binds the claim (an Update of the claim) at about the same moment, so
-// that release may meet 409 Conflict: the queue then retries it from the bound copy, which costs a second write
-// but never removes anything from a claim the provisioner has not seen.
+// The intent finalizer and annotation on claims are what Stowage before the intent record (journal.go) wrote.
+// They are no longer written, only read and released, so a claim an older Stowage was provisioning when it was
+// upgraded is finished or undone as it would have been. Claim writes are Updates guarded by the resourceVersion
+// read (see updateObject); a release that meets 409 Conflict (the binder wrote the claim meanwhile) is retried by
+// the queue from the newer copy.
 
-// hasIntent reports whether the claim carries the persisted "volume may exist" state.
+// hasIntent reports whether the claim carries an older Stowage's persisted "volume may exist" state.
 func hasIntent(claim *v1.PersistentVolumeClaim) bool {
 	return slices.Contains(claim.Finalizers, IntentKey)
-}
-
-// recordIntent persists, in one write, that a volume named volName may be created for claim: the finalizer keeps
-// the claim until the provisioner has finished or undone the job, the annotation says which volume. The Update is
-// guarded by the claim's resourceVersion, so it is never written from a copy older than what the
-// provisioner last saw (the claim is only ours once the PV controller's annotation is in that copy).
-func (p *Provisioner) recordIntent(ctx context.Context, claim *v1.PersistentVolumeClaim, volName string) (*v1.PersistentVolumeClaim, error) {
-	return p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
-		if !slices.Contains(c.Finalizers, IntentKey) {
-			c.Finalizers = append(c.Finalizers, IntentKey)
-		}
-		metav1.SetMetaDataAnnotation(&c.ObjectMeta, IntentKey, volName)
-	})
 }
 
 // mutateClaim writes the changes mutate makes to a copy of claim as one Update guarded by the claim's

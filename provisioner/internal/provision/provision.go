@@ -17,10 +17,11 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or carrying a
-// provisioning intent of ours (which must be finished even if the annotation went away).
+// IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or with a
+// provisioning intent of ours (in the intent record, or the finalizer an older Stowage wrote), which must be
+// finished even if the annotation went away.
 func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
-	if hasIntent(claim) {
+	if hasIntent(claim) || p.journaled(claim.UID) {
 		return true
 	}
 	a := claim.Annotations[annStorageProvisioner]
@@ -31,22 +32,35 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
-// volume left behind. It is level-triggered: the claim's persisted intent says where a previous run (this process
-// or one that crashed) stopped.
+// volume left behind. It is level-triggered: the claim's entry in the intent record (or the intent finalizer an
+// older Stowage wrote) says where a previous run (this process or one that crashed) stopped.
 func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
-	if claim == nil || !p.IsOurs(claim) || p.claimOfOtherNode(claim) {
+	if claim == nil {
 		return nil
 	}
 	logger := klog.FromContext(ctx).WithValues("pvc", klog.KObj(claim))
 	ctx = klog.NewContext(ctx, logger)
+	// Entries of earlier claims of this name (deleted, then re-created) are undone first: they are keyed by UID.
+	if err := p.undoEntries(ctx, claim.Namespace, claim.Name, claim.UID); err != nil {
+		return err
+	}
+	if !p.IsOurs(claim) || p.claimOfOtherNode(claim) {
+		return nil
+	}
 	volName := p.volumeName(claim.UID)
-	if v := claim.Annotations[IntentKey]; v != "" && hasIntent(claim) {
+	entry, journaled := p.entry(claim.UID)
+	if journaled {
+		volName = entry.Volume
+	} else if v := claim.Annotations[IntentKey]; v != "" && hasIntent(claim) {
 		// The name a possibly earlier run (maybe with another --volume-name-prefix) sent to CreateVolume.
 		volName = v
 	}
 
 	stage := p.claimStage(claim)
 	if claim.DeletionTimestamp != nil {
+		if journaled {
+			return p.undo(ctx, entry)
+		}
 		if !hasIntent(claim) || stage == claimReleased {
 			return nil
 		}
@@ -57,9 +71,13 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		return nil
 	}
 	if claim.Spec.VolumeName != "" {
-		// Bound (or pre-bound by the user): nothing to provision; drop an intent left from before the binding,
-		// or else a snapshot's as-source finalizer another provisioner left.
-		if hasIntent(claim) {
+		// Bound (or pre-bound by the user): nothing to provision. A volume made for the claim but not the one it is
+		// bound to is undone; else drop an intent left from before the binding, or a snapshot's as-source
+		// finalizer another provisioner left.
+		if journaled && claim.Spec.VolumeName != entry.Volume {
+			return p.undo(ctx, entry)
+		}
+		if journaled || hasIntent(claim) {
 			return p.finishIntent(ctx, claim)
 		}
 		return p.releaseLeftSnapshot(ctx, claim)
@@ -141,7 +159,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		return err
 	}
 	if !hasIntent(claim) {
-		if claim, err = p.recordIntent(ctx, claim, volName); err != nil {
+		// Persisted, and acknowledged, before CreateVolume; amortized over the claims in flight (journal.go).
+		if err := p.recordEntry(ctx, claim, plan, volName); err != nil {
 			return err
 		}
 	}
@@ -156,7 +175,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
 		if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
 			// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
-			// made, so the intent goes in the same write.
+			// made, so a legacy intent goes in the same write, and the claim's entry with the next record write.
 			if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 				delete(c.Annotations, annSelectedNode)
 				delete(c.Annotations, IntentKey)
@@ -164,6 +183,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 			}); perr != nil {
 				return perr
 			}
+			p.clearEntry(claim.UID)
 			return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
 		}
 		if isCode(err, codes.InvalidArgument) {
@@ -206,17 +226,23 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	return p.finishIntent(ctx, claim)
 }
 
-// finishIntent releases the intent and the source protection.
+// finishIntent drops the claim's entry from the intent record (with the record's next write: no write of its
+// own), releases a legacy intent finalizer an older Stowage wrote (one claim Update), and then the source
+// protection.
 func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
-	if !hasIntent(claim) {
+	_, journaled := p.entry(claim.UID)
+	if !journaled && !hasIntent(claim) {
 		return nil
 	}
-	if _, err := p.releaseIntent(ctx, claim); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
+	if hasIntent(claim) {
+		if _, err := p.releaseIntent(ctx, claim); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
 		}
-		return err
 	}
+	p.clearEntry(claim.UID)
 	p.setClaimStage(claim, claimReleased)
 	return p.releaseSource(ctx, claim)
 }

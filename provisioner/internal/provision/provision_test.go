@@ -31,6 +31,20 @@ func deleting(c *v1.PersistentVolumeClaim) {
 	c.DeletionTimestamp = &now
 }
 
+// recorded is a setup that leaves the claim's entry in the intent record, as a sync that timed out in
+// CreateVolume does (the driver made no volume), and forgets that sync's requests.
+func recorded(claim *v1.PersistentVolumeClaim) func(*harness) {
+	return func(h *harness) {
+		h.csi.CreateErr = testutil.Code(codes.DeadlineExceeded)
+		live := claim.DeepCopy()
+		live.DeletionTimestamp = nil
+		_ = h.p.SyncClaim(context.Background(), live)
+		h.csi.CreateErr, h.csi.Creates = nil, nil
+		h.events()
+		h.kube.ClearActions()
+	}
+}
+
 func TestSyncClaim(t *testing.T) {
 	class := testutil.Class("fast", map[string]string{
 		"type": "gp3", fsTypeKey: "xfs",
@@ -46,15 +60,17 @@ func TestSyncClaim(t *testing.T) {
 		wantAct []string
 		// wantCreates/wantDeletes count CSI calls; wantVolumes is what the driver holds after.
 		wantCreates, wantDeletes, wantVolumes int
-		wantIntent                            bool
-		wantErr, wantSlow                     bool
-		wantEvent                             []string
+		// wantIntent: the legacy intent (finalizer and annotation) on the claim; wantEntry: the claim's entry in
+		// the intent record.
+		wantIntent, wantEntry bool
+		wantErr, wantSlow     bool
+		wantEvent             []string
 	}{
 		{
-			name:  "immediate claim: intent, PV, release; nothing else written",
+			name:  "immediate claim: record entry, PV; no claim write, the entry's removal rides on a later write",
 			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			wantAct: []string{
-				"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims",
+				"update leases", "create persistentvolumes",
 			},
 			wantCreates: 1, wantVolumes: 1,
 			wantEvent: []string{"Provisioning", "ProvisioningSucceeded"},
@@ -77,25 +93,74 @@ func TestSyncClaim(t *testing.T) {
 			name:        "InvalidArgument from the driver: slow retry, intent kept (no write per retry)",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
-			wantAct:     []string{"update persistentvolumeclaims"},
-			wantCreates: 1, wantIntent: true, wantErr: true, wantSlow: true,
+			wantAct:     []string{"update leases"},
+			wantCreates: 1, wantEntry: true, wantErr: true, wantSlow: true,
 			wantEvent: []string{"ProvisioningFailed", "InvalidArgument"},
 		},
 		{
 			name:        "timeout: intent kept, no PV, normal backoff",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.DeadlineExceeded) },
-			wantAct:     []string{"update persistentvolumeclaims"},
-			wantCreates: 1, wantIntent: true, wantErr: true,
+			wantAct:     []string{"update leases"},
+			wantCreates: 1, wantEntry: true, wantErr: true,
 		},
 		{
-			name:        "retry after timeout with intent already recorded: no second intent write",
+			name:        "retry after timeout with the entry already recorded: nothing written before CreateVolume",
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
+			setup:       recorded(testutil.Claim("ns", "data", uid, "fast", "1Gi")),
+			wantAct:     []string{"create persistentvolumes"},
+			wantCreates: 1, wantVolumes: 1,
+		},
+		{
+			name:  "deleted during provisioning, volume exists: the recorded request finds its ID, deleted, entry cleared",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", deleting),
+			setup: func(h *harness) {
+				recorded(testutil.Claim("ns", "data", uid, "fast", "1Gi"))(h)
+				h.csi.Put(volName)
+			},
+			wantAct:     []string{"get persistentvolumes"},
+			wantCreates: 1, wantDeletes: 1, wantVolumes: 0,
+		},
+		{
+			name:  "deleted during provisioning, driver still busy: entry kept, retried",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", deleting),
+			setup: func(h *harness) {
+				recorded(testutil.Claim("ns", "data", uid, "fast", "1Gi"))(h)
+				h.csi.CreateErr = testutil.Code(codes.Aborted)
+			},
+			wantAct:     []string{"get persistentvolumes"},
+			wantCreates: 1, wantEntry: true, wantErr: true,
+		},
+		{
+			name:  "deleted after the PV was made: entry cleared, the PV's reclaim policy handles the volume",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", deleting),
+			setup: func(h *harness) {
+				recorded(testutil.Claim("ns", "data", uid, "fast", "1Gi"))(h)
+				if _, err := h.kube.CoreV1().PersistentVolumes().Create(context.Background(), &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}, metav1.CreateOptions{}); err != nil {
+					panic(err)
+				}
+				h.kube.ClearActions()
+			},
+			wantAct: []string{"get persistentvolumes"},
+		},
+		{
+			name:  "bound to another PV than the one recorded: the recorded volume is undone",
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Spec.VolumeName = "user-pv" }),
+			setup: func(h *harness) {
+				recorded(testutil.Claim("ns", "data", uid, "fast", "1Gi"))(h)
+				h.csi.Put(volName)
+			},
+			wantAct:     []string{"get persistentvolumes"},
+			wantCreates: 1, wantDeletes: 1,
+		},
+		{
+			name:        "legacy intent of an older Stowage, retried after a timeout: finished and released",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
 			wantAct:     []string{"create persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1, wantVolumes: 1,
 		},
 		{
-			name:  "deleted during provisioning, volume exists: re-create by name to learn its ID, delete it, release",
+			name:  "legacy intent, deleted during provisioning, volume exists: re-create by name to learn its ID, delete it, release",
 			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			setup: func(h *harness) { h.csi.Put(volName) },
 			wantAct: []string{
@@ -104,21 +169,21 @@ func TestSyncClaim(t *testing.T) {
 			wantCreates: 1, wantDeletes: 1, wantVolumes: 0,
 		},
 		{
-			name:        "deleted during provisioning, driver says final error: no volume to delete, release",
+			name:        "legacy intent, deleted during provisioning, driver says final error: no volume to delete, release",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
 			wantAct:     []string{"get persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1,
 		},
 		{
-			name:        "deleted during provisioning, driver still busy: keep the intent and retry",
+			name:        "legacy intent, deleted during provisioning, driver still busy: keep the intent and retry",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.Aborted) },
 			wantAct:     []string{"get persistentvolumes"},
 			wantCreates: 1, wantIntent: true, wantErr: true,
 		},
 		{
-			name:    "deleted after the PV was made: only release, the PV's reclaim policy handles the volume",
+			name:    "legacy intent, deleted after the PV was made: only release, the PV's reclaim policy handles the volume",
 			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
 			wantAct: []string{"get persistentvolumes", "update persistentvolumeclaims"},
@@ -137,7 +202,7 @@ func TestSyncClaim(t *testing.T) {
 				delete(c.Annotations, annStorageProvisioner)
 				c.Annotations[annBetaStorageProvisioner] = testutil.Driver
 			}),
-			wantAct:     []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"},
+			wantAct:     []string{"update leases", "create persistentvolumes"},
 			wantCreates: 1, wantVolumes: 1,
 		},
 		{
@@ -154,17 +219,17 @@ func TestSyncClaim(t *testing.T) {
 			wantEvent: []string{"ExternalProvisioning", "Backup.example.com"},
 		},
 		{
-			name:    "PV already exists: release a leftover intent only",
+			name:    "PV already exists: release a leftover legacy intent only",
 			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
 			wantAct: []string{"update persistentvolumeclaims"},
 		},
 		{
-			name:        "PV create fails after CreateVolume: intent stays so the volume is never lost",
+			name:        "PV create fails after CreateVolume: the entry stays so the volume is never lost",
 			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi"),
 			setup:       func(h *harness) { h.failVerb("create", "persistentvolumes") },
-			wantAct:     []string{"update persistentvolumeclaims", "create persistentvolumes"},
-			wantCreates: 1, wantVolumes: 1, wantIntent: true, wantErr: true,
+			wantAct:     []string{"update leases", "create persistentvolumes"},
+			wantCreates: 1, wantVolumes: 1, wantEntry: true, wantErr: true,
 		},
 	}
 	for _, tc := range tests {
@@ -195,6 +260,9 @@ func TestSyncClaim(t *testing.T) {
 			}
 			if !slices.Contains(got.Finalizers, "kubernetes.io/pvc-protection") {
 				t.Errorf("other finalizers lost: %v", got.Finalizers)
+			}
+			if _, ok := h.leaseEntries(t)[uid]; ok != tc.wantEntry {
+				t.Errorf("intent record entry after the sync: %v, want %v", ok, tc.wantEntry)
 			}
 			ev := h.events()
 			for _, want := range tc.wantEvent {
@@ -329,8 +397,11 @@ func TestResourceExhaustedReschedulesInOneWrite(t *testing.T) {
 	if err := h.p.SyncClaim(context.Background(), claim.DeepCopy()); err == nil {
 		t.Fatal("no error")
 	}
-	if got, want := h.actions(), []string{"update persistentvolumeclaims", "update persistentvolumeclaims"}; !equal(got, want) {
-		t.Errorf("actions %q, want %q (intent, then one reschedule update)", got, want)
+	if got, want := h.actions(), []string{"update leases", "update persistentvolumeclaims"}; !equal(got, want) {
+		t.Errorf("actions %q, want %q (record entry, then one reschedule update)", got, want)
+	}
+	if _, ok := h.leaseEntries(t)[uid]; ok {
+		t.Error("entry left in the intent record for a volume the driver did not make")
 	}
 	got := h.claim(t, "ns", "data")
 	if _, ok := got.Annotations[annSelectedNode]; ok || hasIntent(got) {
@@ -368,10 +439,9 @@ func TestCloneProtectsAndReleasesSource(t *testing.T) {
 		t.Errorf("content source %v", cs)
 	}
 	want := []string{
-		"update persistentvolumeclaims", // intent on the clone
+		"update leases",                 // record entry of the clone
 		"update persistentvolumeclaims", // cloning-protection on the source
 		"create persistentvolumes",
-		"update persistentvolumeclaims", // release intent
 	}
 	if got := h.actions(); !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
@@ -431,7 +501,7 @@ func TestSyncClaimStaleCopiesDoNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := h.actions(), []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}; !equal(got, want) {
+	if got, want := h.actions(), []string{"update leases", "create persistentvolumes"}; !equal(got, want) {
 		t.Errorf("actions %q, want %q", got, want)
 	}
 	if len(h.csi.Creates) != 1 {

@@ -79,6 +79,8 @@ type Deps struct {
 	Attachments storagelisters.VolumeAttachmentLister
 	Recorder    record.EventRecorder
 	Metrics     *metrics.Metrics
+	// Journal is the intent record (journal.go); provisioning refuses to call CreateVolume without one.
+	Journal *Journal
 }
 
 // Provisioner provisions and deletes the volumes of one CSI driver. Its Sync methods are safe for concurrent use

@@ -27,9 +27,9 @@ func TestSelectedNodeGone(t *testing.T) {
 	}{
 		{name: "node deleted: selected-node dropped", wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
 		{name: "node deleted, intent recorded: selected-node dropped, intent kept", intent: true, wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
-		{name: "node in the cache: provisioned", nodeCached: true, wantAct: []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
-		{name: "node not cached yet but in the API: provisioned", nodeInAPI: true, wantAct: []string{"get nodes", "update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
-		{name: "node deployment: its own node is not checked", nodeDeployment: true, wantAct: []string{"update persistentvolumeclaims", "create persistentvolumes", "update persistentvolumeclaims"}},
+		{name: "node in the cache: provisioned", nodeCached: true, wantAct: []string{"update leases", "create persistentvolumes"}},
+		{name: "node not cached yet but in the API: provisioned", nodeInAPI: true, wantAct: []string{"get nodes", "update leases", "create persistentvolumes"}},
+		{name: "node deployment: its own node is not checked", nodeDeployment: true, wantAct: []string{"update leases", "create persistentvolumes"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			class := testutil.Class("late", nil, testutil.WaitForFirstConsumer)

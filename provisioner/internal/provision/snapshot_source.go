@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // planSnapshot checks the VolumeSnapshot (ready, not being deleted, bound to a content of this driver, not larger
@@ -91,39 +92,39 @@ func (p *Provisioner) releaseLeftSnapshot(ctx context.Context, claim *v1.Persist
 	if src.kind != sourceSnapshot || src.otherNS != "" || p.Snapshots == nil || p.claimStage(claim) == claimReleased {
 		return nil
 	}
-	if err := p.releaseSnapshot(ctx, claim, src.name); err != nil {
+	if err := p.releaseSnapshot(ctx, claim.Namespace, src.name, claim.UID); err != nil {
 		return err
 	}
 	p.setClaimStage(claim, claimReleased)
 	return nil
 }
 
-// releaseSnapshot removes the as-source protection once no other claim is being restored from the snapshot.
-// Doing it when the claim finishes, instead of in a periodic sweep, is what keeps the finalizer from being
-// orphaned (external-provisioner#1507).
-func (p *Provisioner) releaseSnapshot(ctx context.Context, claim *v1.PersistentVolumeClaim, name string) error {
+// releaseSnapshot removes the as-source protection of namespace/name once no claim other than the one with UID
+// except is being restored from the snapshot. Doing it when the claim finishes, instead of in a periodic sweep,
+// is what keeps the finalizer from being orphaned (external-provisioner#1507).
+func (p *Provisioner) releaseSnapshot(ctx context.Context, namespace, name string, except types.UID) error {
 	if p.Snapshots == nil {
 		return nil
 	}
-	n, err := p.pendingUsers(claim.Namespace, sourceSnapshot, name, claim)
+	n, err := p.pendingUsers(namespace, sourceSnapshot, name, except)
 	if err != nil || n > 0 {
 		return err
 	}
-	vs, err := p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Get(ctx, name, metav1.GetOptions{})
+	vs, err := p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("get VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
+		return fmt.Errorf("get VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
-	_, err = updateObject(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(claim.Namespace).Update, vs, func(s *snapv1.VolumeSnapshot) {
+	_, err = updateObject(ctx, p.Snapshots.SnapshotV1().VolumeSnapshots(namespace).Update, vs, func(s *snapv1.VolumeSnapshot) {
 		s.Finalizers = slices.DeleteFunc(s.Finalizers, func(f string) bool { return f == SnapshotSourceFinalizer })
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("update VolumeSnapshot %s/%s: %w", claim.Namespace, name, err)
+		return fmt.Errorf("update VolumeSnapshot %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

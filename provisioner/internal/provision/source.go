@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const snapshotGroup = "snapshot.storage.k8s.io"
@@ -77,31 +78,41 @@ func (p *Provisioner) releaseSource(ctx context.Context, claim *v1.PersistentVol
 	src := sourceOf(claim)
 	switch src.kind {
 	case sourceClone:
-		return p.syncCloneSource(ctx, claim.Namespace, src.name, claim)
+		return p.syncCloneSource(ctx, claim.Namespace, src.name, claim.UID)
 	case sourceSnapshot:
-		return p.releaseSnapshot(ctx, claim, src.name)
+		return p.releaseSnapshot(ctx, claim.Namespace, src.name, claim.UID)
 	}
 	return nil
 }
 
-// pendingUsers counts the claims in namespace, other than except, that are still being provisioned from the given
-// source: not bound to a PV, and either alive or holding a provisioning intent (their clean-up needs the source).
-func (p *Provisioner) pendingUsers(namespace string, kind sourceKind, name string, except *v1.PersistentVolumeClaim) (int, error) {
+// pendingUsers counts the claims in namespace, other than the one with UID except, that are still being
+// provisioned from the given source: not bound to a PV, and either alive or with a provisioning intent (their
+// clean-up needs the source), including entries of the intent record whose claim is gone already.
+func (p *Provisioner) pendingUsers(namespace string, kind sourceKind, name string, except types.UID) (int, error) {
 	claims, err := p.Claims.PersistentVolumeClaims(namespace).List(everything)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
+	listed := map[types.UID]bool{}
 	for _, c := range claims {
-		if except != nil && c.UID == except.UID {
+		listed[c.UID] = true
+		if except != "" && c.UID == except {
 			continue
 		}
 		s := sourceOf(c)
 		if s.kind != kind || s.name != name || s.otherNS != "" || c.Spec.VolumeName != "" {
 			continue
 		}
-		if c.DeletionTimestamp == nil || hasIntent(c) {
+		if c.DeletionTimestamp == nil || hasIntent(c) || p.journaled(c.UID) {
 			n++
+		}
+	}
+	if p.Journal != nil {
+		for _, uid := range p.Journal.usersOf(namespace, kind, name) {
+			if uid != except && !listed[uid] {
+				n++
+			}
 		}
 	}
 	return n, nil
