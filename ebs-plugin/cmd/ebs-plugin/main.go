@@ -1,4 +1,4 @@
-// Command ebs-plugin is the CSI driver ebs.csi.aws.com: ebs-plugin [all|controller|node|pre-stop-hook] [flags].
+// Command ebs-plugin is the CSI driver ebs.csi.aws.com: ebs-plugin [all|controller|node|pre-stop-hook|metadataLabeler] [flags].
 package main
 
 import (

@@ -49,9 +49,9 @@ type Config struct {
 // Validate checks flag combinations before anything starts.
 func (c *Config) Validate() error {
 	switch c.Mode {
-	case driver.ModeAll, driver.ModeController, driver.ModeNode, ModePreStopHook:
+	case driver.ModeAll, driver.ModeController, driver.ModeNode, ModePreStopHook, ModeMetadataLabeler:
 	default:
-		return fmt.Errorf("unknown mode %q: want all, controller, node or %s", c.Mode, ModePreStopHook)
+		return fmt.Errorf("unknown mode %q: want all, controller, node, %s or %s", c.Mode, ModePreStopHook, ModeMetadataLabeler)
 	}
 	if c.VolumeAttachLimit >= 0 && c.ReservedVolumeAttachments >= 0 {
 		return errors.New("--volume-attach-limit and --reserved-volume-attachments are mutually exclusive")
@@ -72,6 +72,12 @@ func Run(ctx context.Context, c Config) error {
 			return err
 		}
 		return runPreStop(ctx, c)
+	}
+	if c.Mode == ModeMetadataLabeler {
+		if err := c.Validate(); err != nil {
+			return err
+		}
+		return runLabeler(ctx, c)
 	}
 	p, err := build(ctx, c)
 	if err != nil {

@@ -17,7 +17,8 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{name: "defaults", mutate: func(*Config) {}},
 		{name: "pre-stop-hook", mutate: func(c *Config) { c.Mode = ModePreStopHook }},
-		{name: "unknown mode", mutate: func(c *Config) { c.Mode = "metadataLabeler" }, wantErr: "unknown mode"},
+		{name: "metadataLabeler", mutate: func(c *Config) { c.Mode = ModeMetadataLabeler }},
+		{name: "unknown mode", mutate: func(c *Config) { c.Mode = "metadatalabeler" }, wantErr: "unknown mode"},
 		{name: "limit and reserved together", mutate: func(c *Config) { c.VolumeAttachLimit, c.ReservedVolumeAttachments = 10, 2 }, wantErr: "mutually exclusive"},
 		{name: "cert without key", mutate: func(c *Config) { c.MetricsCertFile = "/c" }, wantErr: "metrics-key-file"},
 		{name: "zero window", mutate: func(c *Config) { c.ModifyVolumeWindow = 0 }, wantErr: "modify-volume-request-handler-timeout"},

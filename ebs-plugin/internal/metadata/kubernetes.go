@@ -62,16 +62,26 @@ func (k *Kubernetes) Get(ctx context.Context) (*Instance, error) {
 	return instanceFromNode(ctx, node)
 }
 
-func instanceFromNode(ctx context.Context, node *corev1.Node) (*Instance, error) {
+// ProviderInstanceID reads the instance ID from the Node's providerID "aws:///<zone>/<instance-id>"; parts
+// are the providerID's path segments.
+func ProviderInstanceID(node *corev1.Node) (id string, parts []string, err error) {
 	pid := node.Spec.ProviderID
 	rest, ok := strings.CutPrefix(pid, "aws://")
 	if !ok {
-		return nil, fmt.Errorf("node %s: providerID %q is not an AWS provider ID", node.Name, pid)
+		return "", nil, fmt.Errorf("node %s: providerID %q is not an AWS provider ID", node.Name, pid)
 	}
-	parts := strings.Split(strings.Trim(rest, "/"), "/")
-	id := parts[len(parts)-1]
+	parts = strings.Split(strings.Trim(rest, "/"), "/")
+	id = parts[len(parts)-1]
 	if !strings.HasPrefix(id, "i-") {
-		return nil, fmt.Errorf("node %s: providerID %q does not end in an instance ID", node.Name, pid)
+		return "", nil, fmt.Errorf("node %s: providerID %q does not end in an instance ID", node.Name, pid)
+	}
+	return id, parts, nil
+}
+
+func instanceFromNode(ctx context.Context, node *corev1.Node) (*Instance, error) {
+	id, parts, err := ProviderInstanceID(node)
+	if err != nil {
+		return nil, err
 	}
 	// Without the labeler's labels, assume what upstream assumes: one interface, no launch volumes.
 	inst := &Instance{InstanceID: id, EBSMappings: 0, ENIs: 1}
