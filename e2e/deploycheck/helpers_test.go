@@ -76,6 +76,7 @@ func checkObjects(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 	checkRBAC(t, objs, pods)
 	checkImagePaths(t, pods)
+	checkServices(t, objs)
 }
 
 // checkRBAC: every pod's ServiceAccount is rendered and is one deploy/rbac defines, and it is granted every

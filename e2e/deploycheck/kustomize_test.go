@@ -130,6 +130,9 @@ func TestKustomizeBases(t *testing.T) {
 		"snapshot-controller": {Resources: []string{kustomizeDir("snapshot-controller")}},
 		"s3+s3-dynamic-provisioning": {Resources: []string{kustomizeDir("s3")},
 			Components: []string{kustomizeDir("components/s3-dynamic-provisioning")}},
+		"s3+s3-metrics+s3-service-monitor+s3-dynamic-provisioning": {Resources: []string{kustomizeDir("s3")},
+			Components: []string{kustomizeDir("components/s3-metrics"), kustomizeDir("components/s3-service-monitor"),
+				kustomizeDir("components/s3-dynamic-provisioning")}},
 	}
 	for name, k := range compositions {
 		t.Run(name, func(t *testing.T) {

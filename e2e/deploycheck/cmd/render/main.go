@@ -45,7 +45,9 @@ func run(root, out, prefix string) error {
 		return err
 	}
 	ebs.Resources = []string{base}
-	for _, c := range []string{"csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "liveness-probe"} {
+	// metrics first: the sidecar components add their ports to its Service. No ServiceMonitor: the test cluster
+	// has no Prometheus operator CRDs.
+	for _, c := range []string{"metrics", "csi-provisioner", "csi-attacher", "csi-resizer", "csi-snapshotter", "liveness-probe"} {
 		d, err := kdir("components/" + c)
 		if err != nil {
 			return err
@@ -64,6 +66,10 @@ func run(root, out, prefix string) error {
 	if err != nil {
 		return err
 	}
+	s3Metrics, err := kdir("components/s3-metrics")
+	if err != nil {
+		return err
+	}
 	type rendering struct {
 		namespace string // created first in the file
 		render    func(dir string) ([]*unstructured.Unstructured, error)
@@ -76,9 +82,10 @@ func run(root, out, prefix string) error {
 			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Namespace: namespace, Resources: []string{snap}})
 		}},
 		// The S3 base names two namespaces (kube-system for the driver, mount-s3), so it is applied as written;
-		// with dynamic provisioning (csi-provisioner in s3-controller's pod), which the chart's defaults leave out.
+		// with metrics and dynamic provisioning (csi-provisioner in s3-controller's pod), which the chart's
+		// defaults leave out.
 		"kustomize-s3.yaml": {"kube-system", func(dir string) ([]*unstructured.Unstructured, error) {
-			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Resources: []string{s3}, Components: []string{s3Provisioning}})
+			return deploycheck.RenderKustomization(dir, deploycheck.Kustomization{Resources: []string{s3}, Components: []string{s3Metrics, s3Provisioning}})
 		}},
 		"helm-stowage-ebs.yaml": {helmNamespace, func(string) ([]*unstructured.Unstructured, error) {
 			return deploycheck.RenderChart(filepath.Join(root, "deploy/helm/stowage-ebs"), "stowage", helmNamespace, nil)
