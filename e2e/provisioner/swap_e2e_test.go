@@ -39,17 +39,15 @@ func testProvisionerSwap(t *testing.T, e *provisionerTest, name, first, second s
 	}
 }
 
-// TestE2EProvisionerSwapMidCreate swaps the provisioner while CreateVolume is in flight: upstream's is killed
-// with the call blocked in the driver, Stowage's takes over, provisions the claim with the volume upstream
-// asked for, and deletes it.
+// TestE2EProvisionerSwapMidCreate swaps the provisioner while CreateVolume is in flight, both ways: the first is
+// killed with the call blocked in the driver, the second takes over, provisions the claim with the volume the
+// first asked for, and deletes it. Stowage leaves nothing on the claim (its intent is in its own Lease), so
+// upstream finishes a claim Stowage was provisioning as its own.
 func TestE2EProvisionerSwapMidCreate(t *testing.T) {
 	e := setUpProvisionerTest(t)
 	upstream, ours := peerBinaries(t)
-	// Only this direction: a claim Stowage was provisioning keeps Stowage's intent finalizer
-	// (provisioner.stowage-csi.io/volume-being-created), which upstream does not know, so after a rollback in
-	// that moment the claim's deletion waits for it (provisioner/README.md says how to clear it). Moving the
-	// intent off the claim is the leak-safety redesign of the sidecar-speed issue.
 	t.Run("UpstreamKilledStowageFinishes", func(t *testing.T) { testSwapMidCreate(t, e, "mid-up", upstream, ours) })
+	t.Run("StowageKilledUpstreamFinishes", func(t *testing.T) { testSwapMidCreate(t, e, "mid-stowage", ours, upstream) })
 }
 
 func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second string) {

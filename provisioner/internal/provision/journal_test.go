@@ -301,3 +301,82 @@ func TestEntryStaysWhileTheVolumeMayExist(t *testing.T) {
 		t.Errorf("PV of a gone claim: %v", err)
 	}
 }
+
+// kill -9 between any two steps of a claim (record write, CreateVolume, PV create, clearing write), then the
+// claim kept or deleted, then a new provisioner: no volume is left that no PV records, a kept claim gets exactly
+// its one volume and PV, and the record ends empty.
+func TestKilledBetweenAnyTwoStepsLeaksNothing(t *testing.T) {
+	steps := []struct {
+		name string
+		run  func(t *testing.T, h *harness, claim *v1.PersistentVolumeClaim)
+	}{
+		{"before the record write", func(*testing.T, *harness, *v1.PersistentVolumeClaim) {}},
+		{"after the record write, before CreateVolume", func(_ *testing.T, h *harness, c *v1.PersistentVolumeClaim) { recorded(c)(h) }},
+		{"during CreateVolume (the driver makes the volume anyway)", func(_ *testing.T, h *harness, c *v1.PersistentVolumeClaim) {
+			recorded(c)(h)
+			h.csi.Put(volName)
+		}},
+		{"after the PV create, before the clearing write", func(t *testing.T, h *harness, c *v1.PersistentVolumeClaim) {
+			if err := h.p.SyncClaim(context.Background(), c.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"after the clearing write", func(t *testing.T, h *harness, c *v1.PersistentVolumeClaim) {
+			if err := h.p.SyncClaim(context.Background(), c.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			h.journal.Flush(context.Background())
+		}},
+	}
+	for _, st := range steps {
+		for _, deleted := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, claim deleted %v", st.name, deleted), func(t *testing.T) {
+				ctx := context.Background()
+				claim := testutil.Claim("ns", "data", uid, "fast", "1Gi")
+				h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
+				st.run(t, h, claim)
+				// The process is gone; what it knew in memory too.
+				p2, keys := h.restarted(t)
+				if deleted {
+					if err := h.kube.CoreV1().PersistentVolumeClaims("ns").Delete(ctx, "data", metav1.DeleteOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					if err := h.indexer["pvc"].Delete(claim); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, k := range keys {
+					if k != "ns/data" {
+						t.Fatalf("recovered key %q", k)
+					}
+				}
+				if deleted {
+					if err := p2.SyncGoneClaim(ctx, "ns", "data"); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := p2.SyncClaim(ctx, h.claim(t, "ns", "data")); err != nil {
+					t.Fatal(err)
+				}
+				pvs, err := h.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				recordedBy := map[string]bool{}
+				for _, pv := range pvs.Items {
+					recordedBy[pv.Name] = true
+				}
+				for id, req := range h.csi.Volumes {
+					if !recordedBy[req.Name] {
+						t.Errorf("volume %s (%s) leaked: no PV records it", id, req.Name)
+					}
+				}
+				if !deleted && (h.csi.Count() != 1 || len(pvs.Items) != 1) {
+					t.Errorf("kept claim: %d volumes, %d PVs; want 1 and 1", h.csi.Count(), len(pvs.Items))
+				}
+				if got := h.leaseEntries(t); len(got) != 0 {
+					t.Errorf("record holds %v after the restart's sync", got)
+				}
+			})
+		}
+	}
+}
