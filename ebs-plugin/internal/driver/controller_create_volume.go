@@ -78,6 +78,10 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
+	outpost, err := outpostARN(req.GetAccessibilityRequirements())
+	if err != nil {
+		return nil, err
+	}
 	opts := cloud.DiskOptions{
 		CapacityBytes:            size,
 		VolumeType:               vp.VolumeType,
@@ -89,6 +93,7 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 		KMSKeyID:                 vp.KMSKeyID,
 		AvailabilityZone:         zone,
 		AvailabilityZoneID:       zoneID,
+		OutpostARN:               outpost,
 		MultiAttach:              multiAttach,
 		VolumeInitializationRate: vp.VolumeInitializationRate,
 		Tags:                     tags,
@@ -247,6 +252,11 @@ func (d *Driver) applyContentSource(ctx context.Context, src *csi.VolumeContentS
 		if zones := topologyZones(tr); len(zones) > 0 && !zones[srcDisk.AvailabilityZone] {
 			return status.Errorf(codes.InvalidArgument, "clone of %s must be in its zone %s, which the accessibility requirements exclude", id, srcDisk.AvailabilityZone)
 		}
+		// CopyVolumes takes no Outpost: the copy is where its source is.
+		if opts.OutpostARN != "" && opts.OutpostARN != srcDisk.OutpostARN {
+			return status.Errorf(codes.InvalidArgument, "clone of %s must be where it is (Outpost %q), not on Outpost %s the accessibility requirements name", id, srcDisk.OutpostARN, opts.OutpostARN)
+		}
+		opts.OutpostARN = srcDisk.OutpostARN
 		opts.AvailabilityZoneID = ""
 		opts.SourceVolumeID = id
 		opts.AvailabilityZone = srcDisk.AvailabilityZone
@@ -259,6 +269,7 @@ func (d *Driver) applyContentSource(ctx context.Context, src *csi.VolumeContentS
 func (d *Driver) csiVolume(disk *cloud.Disk, vp *params.Volume, src *csi.VolumeContentSource) *csi.Volume {
 	vctx := vp.Context()
 	seg := map[string]string{ZoneTopologyKey: disk.AvailabilityZone, WellKnownZoneTopologyKey: disk.AvailabilityZone}
+	maps.Copy(seg, outpostSegments(disk.OutpostARN))
 	return &csi.Volume{
 		VolumeId:           disk.VolumeID,
 		CapacityBytes:      int64(disk.CapacityGiB) * gib,

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"maps"
 	"runtime"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -33,6 +34,8 @@ func (d *Driver) NodeGetInfo(ctx context.Context, _ *csi.NodeGetInfoRequest) (*c
 		WellKnownZoneTopologyKey: inst.AvailabilityZone,
 		OSTopologyKey:            runtime.GOOS,
 	}
+	// On an Outpost (IMDS outpost-arn), the Outpost's keys too, so volumes for this node are created there.
+	maps.Copy(seg, outpostSegments(inst.OutpostARN))
 	return &csi.NodeGetInfoResponse{
 		NodeId:             inst.InstanceID,
 		MaxVolumesPerNode:  d.volumeLimit(ctx, inst),

@@ -103,7 +103,7 @@ func (f *FakeCloud) CreateDisk(ctx context.Context, name string, opts cloud.Disk
 	tags["CSIVolumeName"] = name
 	d := &cloud.Disk{VolumeID: f.id("vol"), CapacityGiB: size, AvailabilityZone: opts.AvailabilityZone, VolumeType: opts.VolumeType,
 		IOPS: opts.IOPS, Throughput: opts.Throughput, MultiAttach: opts.MultiAttach, Encrypted: opts.Encrypted,
-		SnapshotID: opts.SnapshotID, State: "available", Tags: tags}
+		SnapshotID: opts.SnapshotID, OutpostARN: opts.OutpostARN, State: "available", Tags: tags}
 	f.Volumes[d.VolumeID] = d
 	return d, nil
 }
