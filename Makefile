@@ -118,9 +118,11 @@ bench:
 	done
 
 # The EBS chaos test at scale, never part of `make test` (which runs its short form): CHAOS_LIFECYCLES volume
-# lifecycles with snapshots, in waves that fit the nodes' attach limits, under steady EC2 faults and a SIGKILL
-# of a random Stowage process every 20 s; it ends with the leak checks and a table. STOWAGE_CHAOS_SEED replays
-# a run; STOWAGE_CHAOS_PER_NODE and STOWAGE_CHAOS_KILL_EVERY change the wave size and the kill interval.
+# lifecycles with VolumeSnapshots (through snapshot-controller and csi-snapshotter), in waves that fit the nodes'
+# attach limits, under steady EC2 faults (Describe calls included, slow attaches) and a SIGKILL of a random Stowage
+# process every 20 s; it ends with the leak checks and a table. STOWAGE_CHAOS_SEED replays a run (kills and
+# the emulator's faults); STOWAGE_CHAOS_PER_NODE and STOWAGE_CHAOS_KILL_EVERY change the wave size and the kill
+# interval.
 CHAOS_LIFECYCLES ?= 200
 chaos:
 	cd e2e && STOWAGE_CHAOS_LIFECYCLES=$(CHAOS_LIFECYCLES) go test -count=1 -tags e2e -run '^TestE2EEBSChaos$$' -v -timeout 90m ./ebsstack/

@@ -83,6 +83,7 @@ func TestE2EEBSChaos(t *testing.T) {
 	// do not depend on goroutine timing.
 	r := &chaosRun{seed: seed, rng: rand.New(rand.NewPCG(seed, 1)), claimNode: map[string]string{}}
 	r.s = startTestStack(ctx, t, Options{With: SnapshotSidecars}, func() { r.beforeStop(t) })
+	r.totals.Setup = time.Since(began)
 	r.chaos = NewChaos(r.s.Stack, rand.New(rand.NewPCG(seed, 2)), t.Logf)
 	endSupervision := r.supervise(ctx, t)
 	watch := startWatch(ctx, r.s.Stack)

@@ -144,14 +144,15 @@ func FormatDuration(d time.Duration) string {
 // ChaosTotals are the numbers of a chaos run: Lifecycles volumes taken from claim to deletion (Waves of them
 // at a time, each volume snapshotted once in a run at scale), Calls the EC2 requests answered (or dropped) and
 // Faults the emulator injected, by kind and by class (mutating or Describe), Slowed the calls of each action
-// the Slow fault held, the SIGKILLs sent, the Seed that replays the run, and how long it Took.
+// the Slow fault held, the SIGKILLs sent, the Seed that replays the run, and how long it Took, of which Setup
+// was building and starting the stack.
 type ChaosTotals struct {
 	Lifecycles, Snapshots, Waves, Kills int
 	Calls                               FaultCounts
 	Faults                              map[string]FaultCounts
 	Slowed                              map[string]int
 	Seed                                uint64
-	Took                                time.Duration
+	Took, Setup                         time.Duration
 }
 
 // FaultCounts count requests of the mutating actions and of the others (the Describe calls).
@@ -195,7 +196,7 @@ func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
 	} else {
 		fmt.Fprintf(tw, "recoveries\t0\t\n")
 	}
-	fmt.Fprintf(tw, "time\t%s\t\n", FormatDuration(c.Took))
+	fmt.Fprintf(tw, "time\t%s (%s building and starting the stack)\t\n", FormatDuration(c.Took), FormatDuration(c.Setup))
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	RecoverySummary(w, recs)

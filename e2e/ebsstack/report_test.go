@@ -97,7 +97,7 @@ func TestRecoverySummaryMedianAndMaxPerComponent(t *testing.T) {
 func TestChaosTableListsTheRunsNumbersAndRecoveries(t *testing.T) {
 	var out strings.Builder
 	kill := KillRecord{Target: "csi-attacher", Pid: 1}
-	ChaosTable(&out, ChaosTotals{Lifecycles: 40, Snapshots: 40, Waves: 2, Kills: 2, Seed: 7, Took: 90 * time.Second,
+	ChaosTable(&out, ChaosTotals{Lifecycles: 40, Snapshots: 40, Waves: 2, Kills: 2, Seed: 7, Took: 90 * time.Second, Setup: 30 * time.Second,
 		Calls:  FaultCounts{Mutating: 400, Describe: 900},
 		Faults: map[string]FaultCounts{"throttled": {Mutating: 30, Describe: 80}, "lost answer": {Mutating: 2}},
 		Slowed: map[string]int{"AttachVolume": 12}},
@@ -109,7 +109,7 @@ func TestChaosTableListsTheRunsNumbersAndRecoveries(t *testing.T) {
 	}
 	for _, want := range []string{"seed 7", "lifecycles 40 (in 2 waves)", "snapshots 40", "mutating Describe", "EC2 calls 400 900",
 		"fault: lost answer 2 0", "fault: throttled 30 80", "faults injected 32 80", "slowed AttachVolume 12", "SIGKILLs 2",
-		"recoveries 1 (median 16.0s, max 16.0s)", "time 1m30s", "csi-attacher 2 1 16.0s 16.0s"} {
+		"recoveries 1 (median 16.0s, max 16.0s)", "time 1m30s (30.0s building and starting the stack)", "csi-attacher 2 1 16.0s 16.0s"} {
 		if !slices.Contains(lines, want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
