@@ -173,7 +173,9 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	p.Signal(syscall.SIGTERM)
 	<-p.Done()
 	del.Writes = writes() - afterProvision
-	leader := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool { return w.User == saUser && w.Resource == "leases" && w.Name == leaderLease })
+	leader := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool {
+		return w.User == saUser && w.Resource == "leases" && w.Name == leaderLease
+	})
 	if len(leader) == 0 {
 		t.Errorf("no writes to the leader election Lease %s in the audit log: it is named otherwise, and its renewals were counted as work", leaderLease)
 	}
