@@ -64,7 +64,7 @@ func TestE2EProvisioner(t *testing.T) {
 // and namespace the subtests use.
 func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	ctx := context.Background()
-	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes", "coordination.k8s.io/leases")
+	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes", "/events", "coordination.k8s.io/leases")
 	if err != nil {
 		t.Fatal(err)
 	}
