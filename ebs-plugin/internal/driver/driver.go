@@ -24,6 +24,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/inflight"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/limits"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metadata"
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/modifyrpc"
 )
 
 // DriverName is the CSI driver name; PVs and CSIDriver objects carry it, so it never changes.
@@ -171,6 +172,11 @@ func (d *Driver) Run(ctx context.Context) error {
 	csi.RegisterIdentityServer(srv, d)
 	if d.controllerEnabled() {
 		csi.RegisterControllerServer(srv, d)
+		// As upstream in controller and all modes: volume-modifier-for-k8s calls it on this socket.
+		if err := modifyrpc.Register(srv, d); err != nil {
+			_ = ln.Close()
+			return err
+		}
 	}
 	if d.nodeEnabled() {
 		csi.RegisterNodeServer(srv, d)
