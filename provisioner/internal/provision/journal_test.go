@@ -380,3 +380,20 @@ func TestKilledBetweenAnyTwoStepsLeaksNothing(t *testing.T) {
 		}
 	}
 }
+
+// Every provisioner identity has a record of its own: the driver's, or under --node-deployment the driver's on
+// one node, so node-local provisioners never write one Lease.
+func TestJournalNamePerIdentity(t *testing.T) {
+	for _, tc := range []struct{ lock, node, want string }{
+		{"ebs-csi-aws-com", "", "ebs-csi-aws-com-intents"},
+		{"ebs-csi-aws-com", "ip-10-0-0-1.ec2.internal", "ebs-csi-aws-com-intents-ip-10-0-0-1.ec2.internal"},
+		{"ebs-csi-aws-com", "Node-B", "ebs-csi-aws-com-intents-node-b"},
+	} {
+		if got := JournalName(tc.lock, tc.node); got != tc.want {
+			t.Errorf("JournalName(%q, %q) = %q, want %q", tc.lock, tc.node, got, tc.want)
+		}
+	}
+	if long := JournalName(strings.Repeat("a", 250), "n"); len(long) > 253 {
+		t.Errorf("name of %d characters", len(long))
+	}
+}
