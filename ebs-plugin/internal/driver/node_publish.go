@@ -37,6 +37,10 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume_capability.mount.mount_flags: %v", err)
 	}
+	partition, err := partitionOf(req.GetVolumeContext())
+	if err != nil {
+		return nil, err
+	}
 	release, ok := d.inFlight.Insert("node/" + volID)
 	if !ok {
 		return nil, aborted("volume " + volID)
@@ -61,6 +65,7 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 		if err := d.mounter.VerifyDevice(source, volID); err != nil {
 			return nil, status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
 		}
+		source = partitionDevice(source, partition)
 		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
 			return nil, status.Errorf(codes.Internal, "create parent of target_path %s: %v", target, err)
 		}

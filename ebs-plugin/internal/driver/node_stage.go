@@ -45,6 +45,10 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume_context: %v", err)
 	}
+	partition, err := partitionOf(req.GetVolumeContext())
+	if err != nil {
+		return nil, err
+	}
 	release, ok := d.inFlight.Insert("node/" + volID)
 	if !ok {
 		return nil, aborted("volume " + volID)
@@ -61,6 +65,7 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	if err := d.mounter.VerifyDevice(device, volID); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
 	}
+	device = partitionDevice(device, partition)
 	logger := klog.FromContext(ctx).WithValues("volumeID", volID, "device", device, "target", target)
 	if err := os.MkdirAll(target, 0o750); err != nil {
 		return nil, status.Errorf(codes.Internal, "create staging_target_path %s: %v", target, err)
