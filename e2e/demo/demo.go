@@ -88,7 +88,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, name := range opts.Without {
 		module := map[string]string{"csi-provisioner": "provisioner", "csi-attacher": "attacher"}[name]
 		fmt.Fprintf(out, "==> %s is left out; the scenarios wait (up to %s per step) for yours. From the repository root, run:\n\n"+
-			"  (cd %s && go run ./cmd/%s %s)\n\n", name, ebsstack.StepTimeout, module, name, strings.Join(s.SidecarArgs(name), " "))
+			"  (cd %s && %s go run ./cmd/%s %s)\n\n", name, ebsstack.StepTimeout, module, strings.Join(s.SidecarEnv(name), " "), name,
+			strings.Join(s.SidecarArgs(name), " "))
 	}
 	report := ebsstack.NewReport(out)
 	l, err := ebsstack.NewLifecycle(s, report)

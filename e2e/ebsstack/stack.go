@@ -70,12 +70,13 @@ type Options struct {
 	// Progress, if set, gets one line per start-up stage.
 	Progress func(format string, args ...any)
 	// Without names sidecars not to start ("csi-provisioner", "csi-attacher"), so one built elsewhere can
-	// take their place; SidecarCommand prints how to run it.
+	// take their place; SidecarArgs and SidecarEnv give how to run it.
 	Without []string
-	// UpstreamArgs runs every container with exactly the args (and env) of aws-ebs-csi-driver's own
-	// manifests, plus only what a process outside a Pod needs to reach the cluster and the emulator (a
-	// kubeconfig, the lease namespace, the sockets, the device link folder). Otherwise the sidecars retry
-	// faster than upstream's settings allow, which the chaos run needs to converge in minutes.
+	// UpstreamArgs runs every container with exactly the args and env of the stowage-ebs chart's default
+	// render (upstream's manifests' args; args.go, e2e/rendered), plus only what a process outside a Pod needs
+	// to reach the cluster and the emulator (a kubeconfig, the lease namespace, the sockets, the device link
+	// folder). Otherwise also args.go's few test-only settings: the sidecars retry faster than the chart
+	// allows, which the chaos run needs to converge in minutes.
 	UpstreamArgs bool
 	// With names further sidecars to start beside csi-provisioner and csi-attacher, from Extras. Each runs
 	// under its own ServiceAccount (its name) with the RBAC of deploy/rbac/<name>.yaml; the snapshot CRDs
@@ -259,25 +260,23 @@ func (s *Stack) startEC2(ctx context.Context, nodes []NodeSpec, timeScale float6
 // sidecars not left out.
 func (s *Stack) startController(ctx context.Context, bins map[string]string, without map[string]bool) error {
 	s.ControllerSocket = filepath.Join(s.Dir, "sock", "controller.sock")
-	var err error
-	args := []string{"controller", "--endpoint=unix://" + s.ControllerSocket, "--k8s-tag-cluster-id=" + ClusterID, "--v=4"}
-	if s.upstreamArgs {
-		args = []string{"controller", "--endpoint=unix://" + s.ControllerSocket, "--batching=true", "--logging-format=text",
-			"--user-agent-extra=kustomize", "--v=2", "--k8s-tag-cluster-id=" + ClusterID}
+	args, env, err := s.controllerProcess()
+	if err != nil {
+		return err
 	}
-	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], args, s.awsEnv("", true)); err != nil {
+	if s.Controller, err = s.start("ebs-plugin-controller", bins["ebs-plugin"], args, env); err != nil {
 		return err
 	}
 	if err := waitProbe(ctx, s.ControllerSocket, s.Controller); err != nil {
 		return err
 	}
 	if !without["csi-provisioner"] {
-		if s.Provisioner, err = s.start("csi-provisioner", bins["csi-provisioner"], s.SidecarArgs("csi-provisioner"), append(baseEnv(), "ENABLE_VAC_FALLBACK=true")); err != nil {
+		if s.Provisioner, err = s.startSidecar("csi-provisioner", bins["csi-provisioner"]); err != nil {
 			return err
 		}
 	}
 	if !without["csi-attacher"] {
-		if s.Attacher, err = s.start("csi-attacher", bins["csi-attacher"], s.SidecarArgs("csi-attacher"), baseEnv()); err != nil {
+		if s.Attacher, err = s.startSidecar("csi-attacher", bins["csi-attacher"]); err != nil {
 			return err
 		}
 	}
@@ -293,15 +292,20 @@ func (s *Stack) startExtras(ctx context.Context, bins map[string]string, with []
 		}
 	}
 	for _, w := range with {
-		env := baseEnv()
-		if w == "csi-resizer" {
-			env = append(env, "ENABLE_VAC_FALLBACK=true")
-		}
-		if _, err := s.start(w, bins[w], s.SidecarArgs(w), env); err != nil {
+		if _, err := s.startSidecar(w, bins[w]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// startSidecar starts a sidecar with its rendered container's args and env (sidecarProcess).
+func (s *Stack) startSidecar(name, bin string) (*Process, error) {
+	args, env, err := s.sidecarProcess(name)
+	if err != nil {
+		return nil, err
+	}
+	return s.start(name, bin, args, env)
 }
 
 // Sidecar is the current process of a sidecar the stack started (one of Sidecars or of Options.With), or
@@ -313,15 +317,11 @@ func (s *Stack) Sidecar(name string) *Process { return s.Process(name) }
 func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) error {
 	sock := filepath.Join(s.Dir, "sock", spec.Name+".sock")
 	n := &Node{Spec: spec}
-	var err error
-	args := []string{"node", "--endpoint=unix://" + sock, "--v=4"}
-	if s.upstreamArgs {
-		args = []string{"node", "--endpoint=unix://" + sock,
-			"--csi-mount-point-prefix=/var/lib/kubelet/plugins/kubernetes.io/csi/ebs.csi.aws.com/", "--logging-format=text", "--v=2"}
+	args, env, err := s.nodeProcess(spec, sock)
+	if err != nil {
+		return err
 	}
-	args = append(args, "--metadata-sources=imds", "--device-link-dir="+s.linkDir, "--kubeconfig="+s.Kubeconfigs["ebs-csi-node-sa"])
-	if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, plugin, args,
-		append(s.awsEnv(spec.InstanceID, false), "CSI_NODE_NAME="+spec.Name)); err != nil {
+	if n.Plugin, err = s.start("ebs-plugin-"+spec.Name, plugin, args, env); err != nil {
 		return err
 	}
 	if err := waitProbe(ctx, sock, n.Plugin); err != nil {
@@ -342,32 +342,6 @@ func (s *Stack) startNode(ctx context.Context, spec NodeSpec, plugin string) err
 	s.Nodes[spec.Name] = n
 	s.NodeOrder = append(s.NodeOrder, spec.Name)
 	return nil
-}
-
-// SidecarArgs are the flags the stack runs a sidecar with: the controller's socket, the sidecar's own
-// ServiceAccount kubeconfig, leader election in kube-system, the EBS chart's settings and short retries.
-func (s *Stack) SidecarArgs(name string) []string {
-	if s.upstreamArgs {
-		return append([]string{"--kubeconfig=" + s.Kubeconfigs[name], "--leader-election-namespace=" + rbacNamespace},
-			upstreamSidecarArgs(name, "unix://"+s.ControllerSocket)...)
-	}
-	args := []string{
-		"--kubeconfig=" + s.Kubeconfigs[name], "--leader-election", "--leader-election-namespace=" + rbacNamespace,
-		"--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=2",
-	}
-	// snapshot-controller talks to no driver: it has neither a CSI address nor a call timeout.
-	if name != "snapshot-controller" {
-		args = append(args, "--csi-address=unix://"+s.ControllerSocket, "--timeout=60s")
-	}
-	switch name {
-	case "csi-provisioner":
-		args = append(args, "--extra-create-metadata", "--default-fstype=ext4")
-	case "csi-snapshotter":
-		args = append(args, "--extra-create-metadata")
-	case "csi-resizer":
-		args = append(args, "--extra-modify-metadata", "--handle-volume-inuse-error=false")
-	}
-	return args
 }
 
 func instanceList(nodes []NodeSpec) string {
@@ -427,13 +401,14 @@ func baseEnv() []string {
 	return []string{"PATH=" + os.Getenv("PATH")}
 }
 
-// awsEnv is ebs-plugin's environment: the emulator's endpoints, static credentials for the controller only,
-// and no shared config, profile or CA bundle of this machine.
-func (s *Stack) awsEnv(instanceID string, creds bool) []string {
+// awsEnv is what ebs-plugin's environment adds to its container's outside a Pod: the emulated region and
+// instance metadata (the controller's: none), and no shared config, profile or CA bundle of this machine.
+// The EC2 endpoint and the controller's credentials replace the chart's ConfigMap and Secret values
+// (controllerProcess, nodeProcess).
+func (s *Stack) awsEnv(instanceID string) []string {
 	env := append(baseEnv(),
 		"HOME="+s.Dir,
 		"AWS_REGION="+Region,
-		"AWS_EC2_ENDPOINT="+s.EC2.URL(),
 		"AWS_CONFIG_FILE=/dev/null",
 		"AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 	)
@@ -441,9 +416,6 @@ func (s *Stack) awsEnv(instanceID string, creds bool) []string {
 		env = append(env, "AWS_EC2_METADATA_SERVICE_ENDPOINT="+s.EC2.IMDSURL(instanceID))
 	} else {
 		env = append(env, "AWS_EC2_METADATA_DISABLED=true")
-	}
-	if creds {
-		env = append(env, "AWS_ACCESS_KEY_ID=AKIDSTOWAGEE2E", "AWS_SECRET_ACCESS_KEY=stowage-e2e-secret")
 	}
 	return env
 }
@@ -573,30 +545,4 @@ func (s *Stack) waitTaint(ctx context.Context, node, key string, present bool) e
 		has := slices.ContainsFunc(n.Spec.Taints, func(t v1.Taint) bool { return t.Key == key })
 		return has == present, fmt.Sprintf("taints %v", n.Spec.Taints), nil
 	})
-}
-
-// upstreamSidecarArgs are the args aws-ebs-csi-driver's kustomize base and Helm chart pass each sidecar of its
-// controller Deployment (v1.64), with $(ADDRESS) as address.
-func upstreamSidecarArgs(name, address string) []string {
-	switch name {
-	case "csi-provisioner":
-		return []string{"--timeout=60s", "--csi-address=" + address, "--v=2", "--feature-gates=Topology=true",
-			"--extra-create-metadata", "--leader-election=true", "--default-fstype=ext4", "--kube-api-qps=20",
-			"--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=30m"}
-	case "csi-attacher":
-		return []string{"--timeout=6m", "--csi-address=" + address, "--v=2", "--leader-election=true",
-			"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=5m",
-			"--feature-gates=MutableCSINodeAllocatableCount=true"}
-	case "csi-snapshotter":
-		return []string{"--csi-address=" + address, "--leader-election=true", "--v=2", "--extra-create-metadata",
-			"--kube-api-qps=20", "--kube-api-burst=100", "--worker-threads=100", "--retry-interval-max=30m"}
-	case "csi-resizer":
-		return []string{"--timeout=60s", "--extra-modify-metadata", "--csi-address=" + address, "--v=2",
-			"--handle-volume-inuse-error=false", "--leader-election=true", "--kube-api-qps=20",
-			"--kube-api-burst=100", "--workers=100", "--retry-interval-max=30m"}
-	case "snapshot-controller":
-		// external-snapshotter's own deploy/kubernetes/snapshot-controller manifest.
-		return []string{"--v=5", "--leader-election=true"}
-	}
-	return nil
 }

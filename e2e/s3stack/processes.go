@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/stowage-csi/stowage/e2e/kubeletsim"
+	"github.com/stowage-csi/stowage/e2e/rendered"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
@@ -54,27 +55,57 @@ func buildBinaries(ctx context.Context, root, dir string, provisioner bool) (map
 	return out, nil
 }
 
-// startController runs s3-controller under its ServiceAccount, with upstream's env settings (the image and
-// Mountpoint version come from the chart as env), leader election in the driver's namespace, and the
-// metrics and health servers off. With ControllerSocket it also serves the CSI controller service there,
-// with credentials for the S3 server (as a Deployment would get them from a Secret), and waits for Probe.
-func (s *Stack) startController(ctx context.Context) error {
-	args := []string{
-		"--kubeconfig=" + s.Kubeconfigs[ControllerAccount],
-		"--leader-election-namespace=" + Namespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--v=4",
-	}
-	env := append(baseEnv(),
-		"MOUNTPOINT_NAMESPACE="+s3api.DefaultMountpointNamespace,
-		"MOUNTPOINT_IMAGE="+MountpointImage,
-		"MOUNTPOINT_VERSION="+MountpointVersion,
-		"MOUNTPOINT_IMAGE_PULL_POLICY=IfNotPresent",
-	)
+// Every process's args and env come from the stowage-s3 chart rendered with its default values (with
+// sidecars.provisioner.enabled for Options.Provisioner) through e2e/rendered: what the stack runs is what a
+// user installs, and a flag the chart passes that a binary rejects fails the stack's start. What a process
+// outside a Pod must differ in is named below, and the few test-only settings are in testOnly*.
+
+// testOnlyControllerArgs: s3-controller logs at level 4, for the log tails of a failing test.
+var testOnlyControllerArgs = []string{"--v=4"}
+
+// testOnlyProvisionerArgs: csi-provisioner retries a failed claim after 500 ms, at most every 30 s (its
+// defaults: 1 s and 5 min), so a test's claim is provisioned in seconds once its cause is gone.
+var testOnlyProvisionerArgs = []string{"--retry-interval-start=500ms", "--retry-interval-max=30s"}
+
+// testOnlyNodeArgs: s3-node sweeps for Mountpoint Pods to unmount every 5 s (its default: 2 min), so a
+// test sees a volume's teardown finish in seconds.
+var testOnlyNodeArgs = []string{"--unmount-sweep-interval=5s"}
+
+// controllerProcess is s3-controller's command line and environment: its container, under the stack's
+// ServiceAccount kubeconfig with the lease in the driver's namespace, the metrics and health servers off (a
+// Pod has its own ports; stacks on one machine would collide), the Mountpoint image the kubelet simulators
+// run and the rig's Mountpoint version label. With ControllerSocket, the CSI controller service on the
+// stack's socket, pointed at the S3 server with its credentials (the chart's aws-secret).
+func (s *Stack) controllerProcess() (args, env []string, err error) {
+	render := rendered.S3
 	if s.ControllerSocket != "" {
-		args = append(args, "--csi-endpoint=unix://"+s.ControllerSocket, "--s3-endpoint-url="+s.S3.Endpoint, "--s3-force-path-style")
-		env = append(env, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID="+s.S3.AccessKey, "AWS_SECRET_ACCESS_KEY="+s.S3.SecretKey,
-			"AWS_EC2_METADATA_DISABLED=true")
+		render = rendered.S3Provisioner
+	}
+	c, err := rendered.Get(render, "Deployment/s3-csi-controller/s3-csi-controller")
+	if err != nil {
+		return nil, nil, err
+	}
+	o := rendered.Outside{
+		Env: map[string]string{"MOUNTPOINT_IMAGE": MountpointImage},
+		Add: append([]string{"--kubeconfig=" + s.Kubeconfigs[ControllerAccount], "--leader-election-namespace=" + Namespace,
+			"--metrics-bind-address=0", "--health-probe-bind-address=0"}, testOnlyControllerArgs...),
+		AddEnv: append(baseEnv(), "MOUNTPOINT_VERSION="+MountpointVersion),
+	}
+	if s.ControllerSocket != "" {
+		o.Flags = map[string]string{"csi-endpoint": "unix://" + s.ControllerSocket}
+		o.Env["AWS_ACCESS_KEY_ID"], o.Env["AWS_SECRET_ACCESS_KEY"] = s.S3.AccessKey, s.S3.SecretKey
+		o.Drop = []string{"AWS_SESSION_TOKEN"} // static keys: no session
+		o.Add = append(o.Add, "--s3-endpoint-url="+s.S3.Endpoint, "--s3-force-path-style")
+		o.AddEnv = append(o.AddEnv, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	}
+	return c.Process(o)
+}
+
+// startController runs s3-controller (controllerProcess); with ControllerSocket it waits for Probe.
+func (s *Stack) startController(ctx context.Context) error {
+	args, env, err := s.controllerProcess()
+	if err != nil {
+		return err
 	}
 	p, err := s.start(ControllerName, s.Bins["s3-controller"], args, env)
 	if err != nil || s.ControllerSocket == "" {
@@ -83,16 +114,47 @@ func (s *Stack) startController(ctx context.Context) error {
 	return waitProbe(ctx, s.ControllerSocket, p)
 }
 
-// startProvisioner runs Stowage's csi-provisioner on the controller's socket under its own ServiceAccount,
-// with --extra-create-metadata (so prefix templates may name the claim) and short retries for tests.
+// startProvisioner runs csi-provisioner from the chart's container beside s3-controller (dynamic
+// provisioning) on the controller's socket, under its own ServiceAccount with the lease in the driver's
+// namespace.
 func (s *Stack) startProvisioner() error {
-	args := []string{
-		"--kubeconfig=" + s.Kubeconfigs[ProvisionerAccount], "--csi-address=unix://" + s.ControllerSocket,
-		"--leader-election", "--leader-election-namespace=" + Namespace, "--extra-create-metadata",
-		"--timeout=60s", "--retry-interval-start=500ms", "--retry-interval-max=30s", "--v=4",
+	c, err := rendered.Get(rendered.S3Provisioner, "Deployment/s3-csi-controller/csi-provisioner")
+	if err != nil {
+		return err
 	}
-	_, err := s.start(ProvisionerName, s.Bins["csi-provisioner"], args, baseEnv())
+	args, env, err := c.Process(rendered.Outside{
+		Env: map[string]string{"ADDRESS": "unix://" + s.ControllerSocket},
+		Add: append([]string{"--kubeconfig=" + s.Kubeconfigs[ProvisionerAccount], "--leader-election-namespace=" + Namespace},
+			testOnlyProvisionerArgs...),
+		AddEnv: baseEnv(),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.start(ProvisionerName, s.Bins["csi-provisioner"], args, env)
 	return err
+}
+
+// nodeProcess is a node's s3-node: its container with the node's socket, name and kubelet root (for the
+// Pod's host paths), driver-level credentials for the S3 server (the chart's aws-secret), its ServiceAccount
+// kubeconfig, and with Options.STS the endpoints it passes to Mountpoint. The EKS Pod Identity agent's
+// link-local address exists on EKS nodes only: dropped.
+func (s *Stack) nodeProcess(n *Node) (args, env []string, err error) {
+	c, err := rendered.Get(rendered.S3, "DaemonSet/s3-csi-node/s3-plugin")
+	if err != nil {
+		return nil, nil, err
+	}
+	return c.Process(rendered.Outside{
+		Env: map[string]string{
+			"CSI_ENDPOINT": "unix://" + n.Socket, "CSI_NODE_NAME": n.Name,
+			"KUBELET_PATH": n.RootDir, "HOST_PLUGIN_DIR": filepath.Dir(n.Socket),
+			"AWS_ACCESS_KEY_ID": s.S3.AccessKey, "AWS_SECRET_ACCESS_KEY": s.S3.SecretKey,
+		},
+		Drop: []string{"AWS_SESSION_TOKEN", "EKS_POD_IDENTITY_AGENT_CONTAINER_CREDENTIALS_FULL_URI"},
+		Add:  append([]string{"--kubeconfig=" + s.Kubeconfigs[NodeAccount]}, testOnlyNodeArgs...),
+		AddEnv: append(append(baseEnv(), "CONTAINER_KUBELET_PATH="+n.RootDir, "HOST_KUBELET_PATH="+n.RootDir, "AWS_REGION=us-east-1"),
+			s.stsNodeEnv()...),
+	})
 }
 
 // startNode starts the node's s3-node (as root, like the privileged DaemonSet Pod; driver-level credentials
@@ -104,19 +166,10 @@ func (s *Stack) startNode(ctx context.Context, name string) error {
 	if err := os.MkdirAll(n.RootDir, 0o750); err != nil {
 		return err
 	}
-	args := []string{"--endpoint=unix://" + n.Socket, "--node-id=" + name, "--kubeconfig=" + s.Kubeconfigs[NodeAccount],
-		"--unmount-sweep-interval=5s", "--v=4"}
-	env := append(baseEnv(),
-		"CSI_NODE_NAME="+name,
-		"MOUNTPOINT_NAMESPACE="+s3api.DefaultMountpointNamespace,
-		"CONTAINER_KUBELET_PATH="+n.RootDir,
-		"HOST_KUBELET_PATH="+n.RootDir,
-		"AWS_REGION=us-east-1",
-		"AWS_ACCESS_KEY_ID="+s.S3.AccessKey,
-		"AWS_SECRET_ACCESS_KEY="+s.S3.SecretKey,
-	)
-	env = append(env, s.stsNodeEnv()...)
-	var err error
+	args, env, err := s.nodeProcess(n)
+	if err != nil {
+		return err
+	}
 	if n.Plugin, err = s.start(NodeProcess(name), s.Bins["s3-node"], args, env); err != nil {
 		return err
 	}
