@@ -84,8 +84,10 @@ func TestBenchProvisionStorm(t *testing.T) {
 	fmt.Printf("\nProvision storm: %d PVCs, Immediate binding, instant CSI driver (csimock), real kube-apiserver, a fresh control plane per row\n", n)
 	fmt.Println(limit)
 	rig.WriteStormTable(os.Stdout, runs, limit)
+	fmt.Println("The sidecar's writes per claim by kind:")
+	rig.WriteStormKinds(os.Stdout, runs)
 	fmt.Println("own defaults: upstream --kube-api-qps=5 --kube-api-burst=10 --worker-threads=100; Stowage no client-side limiter (the server has API Priority and Fairness), 100 workers.")
-	fmt.Printf("writes: to claims, PVs, Events and Leases by the sidecar's ServiceAccount, from the audit log, leader election renewals excluded (Stowage's intent record, a Lease, counted); provision counts those until %s after all are Bound, delete the rest until the sidecar exited.\n", settle)
+	fmt.Printf("writes: to claims, PVs, Events and Leases by the sidecar's ServiceAccount, from the audit log, leader election renewals excluded (Stowage's intent record, a Lease, counted); provision counts those until %s after all are Bound, delete the rest until the sidecar exited; all clients: the sidecar's and every other client's writes to those (the controller manager's binder, the benchmark's creates and deletes), Leases aside.\n", settle)
 	fmt.Println()
 }
 
@@ -131,8 +133,15 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	counted := func(w rig.AuditWrite) bool {
 		return w.User == saUser && !(w.Resource == "leases" && w.Name == leaderLease)
 	}
-	writes := func() int { return len(rig.Filter(audit.MustWrites(t), counted)) }
-	before := writes()
+	// What the API server took: the sidecar's counted writes and every other client's but Leases (leader
+	// election and the API server's identity).
+	server := func(w rig.AuditWrite) bool { return counted(w) || (w.User != saUser && w.Resource != "leases") }
+	phase := func(run *rig.StormRun, from, to []rig.AuditWrite) {
+		in := to[len(from):]
+		mine := rig.Filter(in, counted)
+		run.Writes, run.ServerWrites, run.Kinds = len(mine), len(rig.Filter(in, server)), rig.CountKinds(mine)
+	}
+	before := audit.MustWrites(t)
 
 	start := time.Now()
 	name := func(i int) string { return fmt.Sprintf("pvc-%04d", i) }
@@ -148,8 +157,8 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 		t.Errorf("driver holds %d volumes for %d bound claims", vols, n)
 	}
 	time.Sleep(settle)
-	afterProvision := writes()
-	provision.Writes = afterProvision - before
+	afterProvision := audit.MustWrites(t)
+	phase(&provision, before, afterProvision)
 
 	start = time.Now()
 	if err := rig.Parallel(n, 32, func(i int) error {
@@ -172,7 +181,7 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	// Counted once the process is gone, so a write that trailed the last PV's deletion is in the log too.
 	p.Signal(syscall.SIGTERM)
 	<-p.Done()
-	del.Writes = writes() - afterProvision
+	phase(&del, afterProvision, audit.MustWrites(t))
 	leader := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool {
 		return w.User == saUser && w.Resource == "leases" && w.Name == leaderLease
 	})

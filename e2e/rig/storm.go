@@ -3,6 +3,9 @@ package rig
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 )
 
 // StormRun is one phase of a storm benchmark for one sidecar: Objects objects handled in Seconds with Writes
@@ -15,6 +18,20 @@ type StormRun struct {
 	Objects  int
 	Seconds  float64
 	Writes   int
+	// ServerWrites is every client's writes to the audited resources in the phase (the sidecar's, the
+	// controller manager's, the benchmark's own), what the API server had to take; 0 when not counted.
+	ServerWrites int
+	// Kinds counts the sidecar's writes by "verb resource"; nil when not counted.
+	Kinds map[string]int
+}
+
+// CountKinds counts writes by "verb resource".
+func CountKinds(writes []AuditWrite) map[string]int {
+	kinds := map[string]int{}
+	for _, w := range writes {
+		kinds[w.Verb+" "+w.Resource]++
+	}
+	return kinds
 }
 
 // WritesPerObject is the API writes per object handled.
@@ -37,8 +54,8 @@ func (r StormRun) WritesPerSecond() float64 {
 // on a Stowage row, its speed against the upstream row of the same setting and phase (upstream's seconds over
 // Stowage's: 2.00x is twice as fast) and its writes per object over upstream's.
 func WriteStormTable(w io.Writer, runs []StormRun, limit WriteLimit) {
-	fmt.Fprintf(w, "%-44s %-9s %-18s %9s %14s %9s %10s %14s %15s\n",
-		"setting", "phase", "sidecar", "seconds", "writes/object", "writes/s", "% of limit", "speed vs up", "writes vs up")
+	fmt.Fprintf(w, "%-44s %-9s %-18s %9s %14s %9s %10s %14s %15s %22s\n",
+		"setting", "phase", "sidecar", "seconds", "writes/object", "writes/s", "% of limit", "speed vs up", "writes vs up", "all clients writes/s")
 	for _, r := range runs {
 		speed, writes := "", ""
 		if up, ok := upstreamOf(runs, r); ok && !r.Upstream {
@@ -49,8 +66,27 @@ func WriteStormTable(w io.Writer, runs []StormRun, limit WriteLimit) {
 				writes = fmt.Sprintf("%.2fx", r.WritesPerObject()/up.WritesPerObject())
 			}
 		}
-		fmt.Fprintf(w, "%-44s %-9s %-18s %9.1f %14.2f %9.1f %9.1f%% %14s %15s\n",
-			r.Setting, r.Phase, r.Sidecar, r.Seconds, r.WritesPerObject(), r.WritesPerSecond(), 100*limit.Fraction(r.WritesPerSecond()), speed, writes)
+		server := ""
+		if r.ServerWrites > 0 && r.Seconds > 0 {
+			rate := float64(r.ServerWrites) / r.Seconds
+			server = fmt.Sprintf("%.1f (%.1f%%)", rate, 100*limit.Fraction(rate))
+		}
+		fmt.Fprintf(w, "%-44s %-9s %-18s %9.1f %14.2f %9.1f %9.1f%% %14s %15s %22s\n",
+			r.Setting, r.Phase, r.Sidecar, r.Seconds, r.WritesPerObject(), r.WritesPerSecond(), 100*limit.Fraction(r.WritesPerSecond()), speed, writes, server)
+	}
+}
+
+// WriteStormKinds prints, for each run that counted them, the sidecar's writes per object by kind.
+func WriteStormKinds(w io.Writer, runs []StormRun) {
+	for _, r := range runs {
+		if r.Kinds == nil || r.Objects == 0 {
+			continue
+		}
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(r.Kinds)) {
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(r.Kinds[k])/float64(r.Objects)))
+		}
+		fmt.Fprintf(w, "%s, %s, %s: %s\n", r.Setting, r.Phase, r.Sidecar, strings.Join(parts, ", "))
 	}
 }
 

@@ -39,3 +39,28 @@ func TestWriteStormTableComparesWithTheUpstreamRowOfTheSameSettingAndPhase(t *te
 		t.Errorf("row without an upstream peer has a ratio: %q", lines[5])
 	}
 }
+
+func TestWriteStormKindsPerObject(t *testing.T) {
+	kinds := CountKinds([]AuditWrite{
+		{Verb: "create", Resource: "persistentvolumes"}, {Verb: "create", Resource: "persistentvolumes"},
+		{Verb: "update", Resource: "leases"},
+	})
+	var b strings.Builder
+	WriteStormKinds(&b, []StormRun{
+		{Setting: "s", Phase: "provision", Sidecar: "Stowage", Objects: 2, Kinds: kinds},
+		{Setting: "s", Phase: "delete", Sidecar: "Stowage", Objects: 2}, // not counted: no line
+	})
+	want := "s, provision, Stowage: create persistentvolumes 1.00, update leases 0.50\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
+func TestWriteStormTablePrintsAllClientsRate(t *testing.T) {
+	var b strings.Builder
+	WriteStormTable(&b, []StormRun{{Setting: "s", Phase: "p", Sidecar: "Stowage", Objects: 10, Seconds: 2, Writes: 20, ServerWrites: 500}},
+		WriteLimit{Writes: 1000, Elapsed: time.Second})
+	if !strings.Contains(b.String(), "250.0 (25.0%)") {
+		t.Errorf("no all-clients rate of 250/s, 25%% of the limit:\n%s", b.String())
+	}
+}
