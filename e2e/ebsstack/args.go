@@ -1,6 +1,7 @@
 package ebsstack
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -61,6 +62,20 @@ func (s *Stack) sidecarProcess(name string) (args, env []string, err error) {
 		o.Flags, o.Add = overrides(c, testOnlySidecarFlags(name), o.Add)
 	}
 	return c.Process(o)
+}
+
+// startSidecar starts a sidecar with its rendered container's args and env (sidecarProcess), after the
+// binary has parsed them (rendered.CheckFlags): a sidecar serves no socket to wait for, so a flag it
+// rejected would otherwise show only as a test waiting for work that never comes.
+func (s *Stack) startSidecar(ctx context.Context, name, bin string) (*Process, error) {
+	args, env, err := s.sidecarProcess(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := rendered.CheckFlags(ctx, bin, args, env); err != nil {
+		return nil, err
+	}
+	return s.start(name, bin, args, env)
 }
 
 // overrides splits flags into those the container passes (replaced) and those it does not (appended to add).

@@ -271,12 +271,12 @@ func (s *Stack) startController(ctx context.Context, bins map[string]string, wit
 		return err
 	}
 	if !without["csi-provisioner"] {
-		if s.Provisioner, err = s.startSidecar("csi-provisioner", bins["csi-provisioner"]); err != nil {
+		if s.Provisioner, err = s.startSidecar(ctx, "csi-provisioner", bins["csi-provisioner"]); err != nil {
 			return err
 		}
 	}
 	if !without["csi-attacher"] {
-		if s.Attacher, err = s.startSidecar("csi-attacher", bins["csi-attacher"]); err != nil {
+		if s.Attacher, err = s.startSidecar(ctx, "csi-attacher", bins["csi-attacher"]); err != nil {
 			return err
 		}
 	}
@@ -292,20 +292,11 @@ func (s *Stack) startExtras(ctx context.Context, bins map[string]string, with []
 		}
 	}
 	for _, w := range with {
-		if _, err := s.startSidecar(w, bins[w]); err != nil {
+		if _, err := s.startSidecar(ctx, w, bins[w]); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// startSidecar starts a sidecar with its rendered container's args and env (sidecarProcess).
-func (s *Stack) startSidecar(name, bin string) (*Process, error) {
-	args, env, err := s.sidecarProcess(name)
-	if err != nil {
-		return nil, err
-	}
-	return s.start(name, bin, args, env)
 }
 
 // Sidecar is the current process of a sidecar the stack started (one of Sidecars or of Options.With), or

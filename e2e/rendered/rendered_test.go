@@ -1,6 +1,9 @@
 package rendered
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -68,5 +71,21 @@ func TestRendersHoldTheStacksContainers(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// TestCheckFlags: a binary that rejects a flag fails CheckFlags with its message; one that accepts passes.
+func TestCheckFlags(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "bin")
+	script := "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in --version) ;; --ok*) ;; *) echo \"unknown flag $a\" >&2; exit 2;; esac; done\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFlags(context.Background(), bin, []string{"--ok=1"}, nil); err != nil {
+		t.Errorf("accepted flags: %v", err)
+	}
+	err := CheckFlags(context.Background(), bin, []string{"--ok=1", "--bad=2"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "unknown flag --bad=2") {
+		t.Errorf("a rejected flag: %v, want the binary's message", err)
 	}
 }

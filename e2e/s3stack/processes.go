@@ -107,6 +107,10 @@ func (s *Stack) startController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Without a socket there is nothing to wait for: the binary parses its flags first (rendered.CheckFlags).
+	if err := rendered.CheckFlags(ctx, s.Bins["s3-controller"], args, env); err != nil {
+		return err
+	}
 	p, err := s.start(ControllerName, s.Bins["s3-controller"], args, env)
 	if err != nil || s.ControllerSocket == "" {
 		return err
@@ -116,8 +120,8 @@ func (s *Stack) startController(ctx context.Context) error {
 
 // startProvisioner runs csi-provisioner from the chart's container beside s3-controller (dynamic
 // provisioning) on the controller's socket, under its own ServiceAccount with the lease in the driver's
-// namespace.
-func (s *Stack) startProvisioner() error {
+// namespace, after the binary has parsed its flags (rendered.CheckFlags: it serves no socket to wait for).
+func (s *Stack) startProvisioner(ctx context.Context) error {
 	c, err := rendered.Get(rendered.S3Provisioner, "Deployment/s3-csi-controller/csi-provisioner")
 	if err != nil {
 		return err
@@ -129,6 +133,9 @@ func (s *Stack) startProvisioner() error {
 		AddEnv: baseEnv(),
 	})
 	if err != nil {
+		return err
+	}
+	if err := rendered.CheckFlags(ctx, s.Bins["csi-provisioner"], args, env); err != nil {
 		return err
 	}
 	_, err = s.start(ProvisionerName, s.Bins["csi-provisioner"], args, env)

@@ -177,7 +177,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	}
 	if opts.Provisioner {
 		progress("Starting csi-provisioner on s3-controller's CSI socket")
-		if err := s.startProvisioner(); err != nil {
+		if err := s.startProvisioner(ctx); err != nil {
 			return nil, err
 		}
 	}
