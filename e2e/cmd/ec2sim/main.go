@@ -78,7 +78,7 @@ func parseFlags(args []string) (ec2sim.Config, error) {
 	fs.Var(&instances, "instance", "simulated instance: id=i-...,zone=us-east-1a,type=m5.large,local=true (repeatable)")
 	fs.StringVar(&cfg.DeviceLinkDir, "device-link-dir", "/dev/disk/by-id", "where NVMe by-id links of local attachments are made")
 	fs.Float64Var(&cfg.TimeScale, "time-scale", 1.0, "multiplier of EC2's delays (0.01 for fast tests)")
-	fs.StringVar(&faults, "faults", "", `fault profile as JSON, e.g. {"throttleRate":0.1,"latency":200000000}`)
+	fs.StringVar(&faults, "faults", "", `fault profile as JSON, e.g. {"throttleRate":0.1,"latency":200000000} or, for slow attaches only, {"slow":{"AttachVolume":{"rate":0.25,"latency":3000000000}}}`)
 	fs.StringVar(&limits, "limits", "", `API rate limits: "ec2" for EC2's per-action request throttling (its documented bucket sizes and refill rates), or JSON of ec2sim.Limits such as {"mutatingRate":5,"mutatingBurst":50,"describeRate":20,"describeBurst":100} (two class buckets); empty = unlimited`)
 	fs.DurationVar(&cfg.ModifyCooldown, "modify-cooldown", 0, "time between modifications of one volume (EC2: 6h; 0 = off)")
 	fs.StringVar(&accessKey, "access-key-id", "", "verify SigV4 signatures with this access key ID (and --secret-access-key)")
