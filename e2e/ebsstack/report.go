@@ -158,19 +158,20 @@ type ChaosTotals struct {
 // FaultCounts count requests of the mutating actions and of the others (the Describe calls).
 type FaultCounts struct{ Mutating, Describe int }
 
-// ChaosTable writes the run's table: a line per number, the faults by kind (in name order) in a column per
+// ChaosTable writes the run's table (a one-number row ends in its value, which tabwriter leaves out of the
+// column widths, so the two fault columns stay narrow): a line per number, the faults by kind (in name order) in a column per
 // class, the slowed calls by action, the kills and how many of them were followed by a recovery (the
 // killed process's successor did work, see Recovery) with the median and longest time to it; then the
 // table of kills and recovery times by process (RecoverySummary).
 func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "seed\t%d\t\n", c.Seed)
+	fmt.Fprintf(tw, "seed\t%d\n", c.Seed)
 	waves := "waves"
 	if c.Waves == 1 {
 		waves = "wave"
 	}
-	fmt.Fprintf(tw, "lifecycles\t%d (in %d %s)\t\n", c.Lifecycles, c.Waves, waves)
-	fmt.Fprintf(tw, "snapshots\t%d\t\n", c.Snapshots)
+	fmt.Fprintf(tw, "lifecycles\t%d (in %d %s)\n", c.Lifecycles, c.Waves, waves)
+	fmt.Fprintf(tw, "snapshots\t%d\n", c.Snapshots)
 	fmt.Fprintf(tw, "\tmutating\tDescribe\n")
 	fmt.Fprintf(tw, "EC2 calls\t%d\t%d\n", c.Calls.Mutating, c.Calls.Describe)
 	var total FaultCounts
@@ -182,9 +183,9 @@ func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
 	}
 	fmt.Fprintf(tw, "faults injected\t%d\t%d\n", total.Mutating, total.Describe)
 	for _, action := range slices.Sorted(maps.Keys(c.Slowed)) {
-		fmt.Fprintf(tw, "slowed %s\t%d\t\n", action, c.Slowed[action])
+		fmt.Fprintf(tw, "slowed %s\t%d\n", action, c.Slowed[action])
 	}
-	fmt.Fprintf(tw, "SIGKILLs\t%d\t\n", c.Kills)
+	fmt.Fprintf(tw, "SIGKILLs\t%d\n", c.Kills)
 	var took []time.Duration
 	for _, r := range recs {
 		if r.Measured {
@@ -192,11 +193,11 @@ func ChaosTable(w io.Writer, c ChaosTotals, recs []Recovery) {
 		}
 	}
 	if len(took) > 0 {
-		fmt.Fprintf(tw, "recoveries\t%d (median %s, max %s)\t\n", len(took), FormatDuration(Median(took)), FormatDuration(slices.Max(took)))
+		fmt.Fprintf(tw, "recoveries\t%d (median %s, max %s)\n", len(took), FormatDuration(Median(took)), FormatDuration(slices.Max(took)))
 	} else {
-		fmt.Fprintf(tw, "recoveries\t0\t\n")
+		fmt.Fprintf(tw, "recoveries\t0\n")
 	}
-	fmt.Fprintf(tw, "time\t%s (%s building and starting the stack)\t\n", FormatDuration(c.Took), FormatDuration(c.Setup))
+	fmt.Fprintf(tw, "time\t%s (%s building and starting the stack)\n", FormatDuration(c.Took), FormatDuration(c.Setup))
 	_ = tw.Flush()
 	fmt.Fprintln(w)
 	RecoverySummary(w, recs)
