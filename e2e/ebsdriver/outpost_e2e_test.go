@@ -4,6 +4,7 @@ package ebsdriver
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
@@ -39,13 +40,21 @@ func TestE2EEBSOutpostVolumes(t *testing.T) {
 		}
 		return resp.GetVolume(), err
 	}
+	// The volume's topology: the well-known zone key (upstream's only zone key today) and on the Outpost its
+	// four keys.
 	wantOutpost := func(v *csi.Volume, want bool) {
 		t.Helper()
 		seg := v.GetAccessibleTopology()[0].GetSegments()
-		for k, val := range outpost {
-			if got, ok := seg[k]; want && got != val || !want && ok && k != "topology.ebs.csi.aws.com/zone" {
-				t.Fatalf("volume %s topology %v (on the Outpost: %v)", v.GetVolumeId(), seg, want)
+		exp := map[string]string{"topology.kubernetes.io/zone": testZone}
+		if want {
+			for k, val := range outpost {
+				if k != "topology.ebs.csi.aws.com/zone" {
+					exp[k] = val
+				}
 			}
+		}
+		if !maps.Equal(seg, exp) {
+			t.Fatalf("volume %s topology %v, want %v", v.GetVolumeId(), seg, exp)
 		}
 	}
 

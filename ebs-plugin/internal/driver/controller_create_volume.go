@@ -268,7 +268,10 @@ func (d *Driver) applyContentSource(ctx context.Context, src *csi.VolumeContentS
 
 func (d *Driver) csiVolume(disk *cloud.Disk, vp *params.Volume, src *csi.VolumeContentSource) *csi.Volume {
 	vctx := vp.Context()
-	seg := map[string]string{ZoneTopologyKey: disk.AvailabilityZone, WellKnownZoneTopologyKey: disk.AvailabilityZone}
+	// The well-known zone key only, as upstream today: a PV's node affinity on the driver's own zone key
+	// could not be met by a node that is not up yet (a node autoscaler's template has the well-known labels
+	// only), and every node that runs the driver has both.
+	seg := map[string]string{WellKnownZoneTopologyKey: disk.AvailabilityZone}
 	maps.Copy(seg, outpostSegments(disk.OutpostARN))
 	return &csi.Volume{
 		VolumeId:           disk.VolumeID,
