@@ -19,8 +19,11 @@ import (
 const (
 	ephemeralPod     = "ephemeral-app"
 	ephemeralLatePod = "ephemeral-late"
-	// provisionIntent is the finalizer Stowage's provisioner puts on a claim before CreateVolume.
-	provisionIntent = "provisioner.stowage-csi.io/volume-being-created"
+	// provisionIntentLease is the Lease in which Stowage's provisioner records, before CreateVolume, that a
+	// claim's volume may exist: the driver's lock name plus "-intents", in the leader election namespace.
+	provisionIntentLease = "ebs-csi-aws-com-intents"
+	// provisionIntentPrefix, followed by the claim's UID, is the annotation of one claim's entry in that Lease.
+	provisionIntentPrefix = "intent.provisioner.stowage-csi.io/"
 	// createLatency keeps CreateVolume in flight long enough for a Pod to be deleted meanwhile.
 	createLatency = 3 * time.Second
 )
@@ -272,7 +275,7 @@ func (e *ephemeral) deleteWhileProvisioning(ctx context.Context) (string, error)
 	}
 	claimName := ephemeralClaimName(ephemeralLatePod, vols[0].name)
 	var claim *v1.PersistentVolumeClaim
-	err := poll(ctx, "the provisioner's intent on claim "+claimName, func(ctx context.Context) (bool, string, error) {
+	err := poll(ctx, "the provisioner's intent for claim "+claimName, func(ctx context.Context) (bool, string, error) {
 		c, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, claimName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "not created yet", nil
@@ -281,7 +284,15 @@ func (e *ephemeral) deleteWhileProvisioning(ctx context.Context) (string, error)
 			return false, "", err
 		}
 		claim = c
-		return slices.Contains(c.Finalizers, provisionIntent), fmt.Sprintf("finalizers %v, volume %q", c.Finalizers, c.Spec.VolumeName), nil
+		lease, err := kube.CoordinationV1().Leases(rbacNamespace).Get(ctx, provisionIntentLease, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "no intent record Lease yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		_, ok := lease.Annotations[provisionIntentPrefix+string(c.UID)]
+		return ok, fmt.Sprintf("claim %s, volume %q, %d entries in the record", c.Status.Phase, c.Spec.VolumeName, len(lease.Annotations)), nil
 	})
 	if err != nil {
 		return "", err
