@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/stowage-csi/stowage/e2e/ec2sim"
 )
 
 // The environment that sizes a chaos run at scale (`make chaos`); without STOWAGE_CHAOS_LIFECYCLES the chaos
@@ -88,4 +90,39 @@ func PlanEvery(rng *rand.Rand, every, until time.Duration, targets []string) []K
 		round = round[1:]
 	}
 	return out
+}
+
+// faultKinds name the emulator's answer codes that are injected faults (the stack's emulator runs without
+// rate limits, so every RequestLimitExceeded is injected).
+var faultKinds = map[string]string{
+	"RequestLimitExceeded":    "throttled (503)",
+	"InternalError":           "5xx (500)",
+	"Dropped":                 "dropped connection",
+	"LostAnswerDropped":       "lost answer (connection closed)",
+	"LostAnswerInternalError": "lost answer (500)",
+}
+
+// faultsByKind counts the calls the emulator answered (or dropped) and the faults it injected, by kind, from
+// its answers by action and code (answerCounts), the mutating actions apart from the others.
+func faultsByKind(answers map[string]map[string]int) (FaultCounts, map[string]FaultCounts) {
+	var calls FaultCounts
+	out := map[string]FaultCounts{}
+	for action, codes := range answers {
+		add := func(c *FaultCounts, n int) {
+			if ec2sim.Mutating(action) {
+				c.Mutating += n
+			} else {
+				c.Describe += n
+			}
+		}
+		for code, n := range codes {
+			add(&calls, n)
+			if kind, ok := faultKinds[code]; ok {
+				c := out[kind]
+				add(&c, n)
+				out[kind] = c
+			}
+		}
+	}
+	return calls, out
 }

@@ -27,41 +27,6 @@ func scaleFaults(seed uint64) ec2sim.Faults {
 	return f
 }
 
-// faultKinds name the emulator's answer codes that are injected faults (the stack's emulator runs without
-// rate limits, so every RequestLimitExceeded is injected).
-var faultKinds = map[string]string{
-	"RequestLimitExceeded":    "throttled (503)",
-	"InternalError":           "5xx (500)",
-	"Dropped":                 "dropped connection",
-	"LostAnswerDropped":       "lost answer (connection closed)",
-	"LostAnswerInternalError": "lost answer (500)",
-}
-
-// faultsByKind counts the calls the emulator answered (or dropped) and the faults it injected, by kind, from
-// its answers by action and code (answerCounts), the mutating actions apart from the others.
-func faultsByKind(answers map[string]map[string]int) (FaultCounts, map[string]FaultCounts) {
-	var calls FaultCounts
-	out := map[string]FaultCounts{}
-	for action, codes := range answers {
-		add := func(c *FaultCounts, n int) {
-			if ec2sim.Mutating(action) {
-				c.Mutating += n
-			} else {
-				c.Describe += n
-			}
-		}
-		for code, n := range codes {
-			add(&calls, n)
-			if kind, ok := faultKinds[code]; ok {
-				c := out[kind]
-				add(&c, n)
-				out[kind] = c
-			}
-		}
-	}
-	return calls, out
-}
-
 // slowedCalls are the calls the Slow fault held, by action.
 func slowedCalls(ec2 *ec2sim.Server) map[string]int {
 	out := map[string]int{}

@@ -1,6 +1,7 @@
 package ebsstack
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -67,5 +68,27 @@ func TestPlanEveryKillsEachTargetOncePerRoundAndReplays(t *testing.T) {
 	slices.Reverse(reversed)
 	if again := PlanEvery(rand.New(rand.NewPCG(7, 1)), 20*time.Second, 65*time.Second, reversed); !slices.Equal(again, plan) {
 		t.Errorf("the same seed planned %v, then %v with the targets in another order", plan, again)
+	}
+}
+
+func TestFaultsByKindSplitsMutatingFromDescribe(t *testing.T) {
+	calls, faults := faultsByKind(map[string]map[string]int{
+		"AttachVolume":    {"OK": 10, "RequestLimitExceeded": 2, "LostAnswerDropped": 1, "IncorrectState": 1},
+		"CreateSnapshot":  {"OK": 3, "LostAnswerInternalError": 1, "InternalError": 1},
+		"DescribeVolumes": {"OK": 20, "RequestLimitExceeded": 4, "Dropped": 1, "InternalError": 2},
+	})
+	// Every answer is a call, the refused ones included; only the injected codes are faults.
+	if want := (FaultCounts{Mutating: 19, Describe: 27}); calls != want {
+		t.Errorf("calls %+v, want %+v", calls, want)
+	}
+	want := map[string]FaultCounts{
+		"throttled (503)":                 {Mutating: 2, Describe: 4},
+		"5xx (500)":                       {Mutating: 1, Describe: 2},
+		"dropped connection":              {Describe: 1},
+		"lost answer (connection closed)": {Mutating: 1},
+		"lost answer (500)":               {Mutating: 1},
+	}
+	if !maps.Equal(faults, want) {
+		t.Errorf("faults %v, want %v", faults, want)
 	}
 }
