@@ -16,7 +16,10 @@ import (
 
 // IsOursPV reports whether the PV is one this provisioner made.
 func (p *Provisioner) IsOursPV(pv *v1.PersistentVolume) bool {
-	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != p.cfg.DriverName {
+	if pv.Spec.CSI == nil {
+		return p.migratedPV(pv)
+	}
+	if pv.Spec.CSI.Driver != p.cfg.DriverName {
 		return false
 	}
 	return pv.Annotations[annProvisionedBy] == p.cfg.DriverName || slices.Contains(pv.Finalizers, VolumeFinalizer)
@@ -73,6 +76,12 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	start := time.Now()
 	defer func() { p.Metrics.Deleted(pv.Spec.StorageClassName, start, err) }()
 
+	// An in-tree PV of a migrated plugin (migration.go) is deleted through the driver, by its translated handle.
+	handle, err := p.volumeHandle(ctx, pv)
+	if err != nil {
+		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
+		return slow(err)
+	}
 	secrets, err := p.deletionSecrets(ctx, pv)
 	if err != nil {
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
@@ -84,12 +93,12 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 			return err
 		}
 	}
-	if err := p.deleteVolume(ctx, pv.Spec.CSI.VolumeHandle, secrets); err != nil {
+	if err := p.deleteVolume(ctx, handle, secrets); err != nil {
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
 	}
 	p.setDeleteStage(pv, stageVolumeDeleted)
-	logger.V(2).Info("Deleted volume", "volumeID", pv.Spec.CSI.VolumeHandle)
+	logger.V(2).Info("Deleted volume", "volumeID", handle)
 	return p.finalizePV(ctx, pv)
 }
 

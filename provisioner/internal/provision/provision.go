@@ -28,7 +28,7 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 	if a == "" {
 		a = claim.Annotations[annBetaStorageProvisioner]
 	}
-	return a == p.cfg.DriverName
+	return a == p.cfg.DriverName || p.migratedClaim(claim, a)
 }
 
 // SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
@@ -96,7 +96,12 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, fmt.Sprintf("storageclass.storage.k8s.io %q: %v", className, err))
 		return fmt.Errorf("get StorageClass %q: %w", className, err)
 	}
-	if class.Provisioner != p.cfg.DriverName {
+	class, err = p.csiClass(ctx, class)
+	if err != nil {
+		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
+		return err
+	}
+	if class == nil {
 		return nil
 	}
 	src := sourceOf(claim)
@@ -207,6 +212,16 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	}
 
 	pv := p.buildPV(claim, class, plan, vol, volName)
+	if p.migrating(class) {
+		// As upstream: a migrated claim's PV is written in the in-tree plugin's form.
+		if pv, err = p.inTreePV(pv); err != nil {
+			if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
+				return fmt.Errorf("%w; deleting volume %s failed: %w", err, vol.VolumeId, derr)
+			}
+			p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error()+"; deleted the volume")
+			return slow(err)
+		}
+	}
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create PV %s: %w", volName, err)
@@ -263,6 +278,12 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 		className = *claim.Spec.StorageClassName
 	}
 	class, err := p.Classes.Get(className)
+	if err == nil {
+		class, err = p.csiClass(ctx, class)
+		if err == nil && class == nil {
+			err = fmt.Errorf("it names neither driver %s nor an in-tree plugin migrated to it", p.cfg.DriverName)
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("claim was deleted while volume %s was being provisioned; cannot rebuild the CreateVolume request to find and delete it: StorageClass %q: %w", volName, className, err)
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
@@ -349,7 +370,8 @@ func (p *Provisioner) buildPV(claim *v1.PersistentVolumeClaim, class *storagev1.
 	src.ControllerExpandSecretRef = ref(secretControllerExpand)
 	src.NodeExpandSecretRef = ref(secretNodeExpand)
 
-	ann := map[string]string{annProvisionedBy: p.cfg.DriverName}
+	// The class's provisioner, as upstream: the in-tree plugin's name for a migrated claim.
+	ann := map[string]string{annProvisionedBy: class.Provisioner}
 	if r := plan.secrets[secretProvisioner]; r != nil {
 		ann[annDeletionSecretName], ann[annDeletionSecretNS] = r.name, r.namespace
 	}

@@ -92,6 +92,8 @@ type Provisioner struct {
 	nodes    corelisters.NodeLister
 	// attrClasses is nil when the cluster serves no VolumeAttributesClass v1 API.
 	attrClasses *attrClassCache
+	// migr is the in-tree plugin that migrates to the driver, if any (migration.go).
+	migr migration
 
 	// deleted remembers, by PV name, PVs whose volume DeleteVolume already removed, so the informer events
 	// caused by our own PV writes never lead to a second DeleteVolume (upstream #1235). claimDone remembers, by
@@ -156,7 +158,7 @@ func (p *Provisioner) ForgetClaim(namespace, name string) {
 
 // New returns a Provisioner.
 func New(cfg Config, deps Deps) *Provisioner {
-	p := &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}}
+	p := &Provisioner{cfg: cfg, Deps: deps, csiNodes: deps.CSINodes, nodes: deps.Nodes, deleted: map[string]pvRecord{}, claimDone: map[string]claimRecord{}, migr: newMigration(cfg.DriverName)}
 	if cfg.AttrClassesServed {
 		p.attrClasses = newAttrClassCache(deps.Kube.StorageV1().VolumeAttributesClasses().Get, attrClassTTL, time.Now)
 	}

@@ -19,7 +19,8 @@ import (
 // a PV removes the object at once and leaks its volume. Static PVs are left alone: their volume was never ours to
 // delete, and a finalizer would make Stowage the one deleting it.
 func (p *Provisioner) needsVolumeFinalizer(pv *v1.PersistentVolume) bool {
-	return pv.Annotations[annProvisionedBy] == p.cfg.DriverName &&
+	by := pv.Annotations[annProvisionedBy]
+	return (by == p.cfg.DriverName || (by == p.migr.inTree && p.migratedPV(pv))) &&
 		pv.Spec.PersistentVolumeReclaimPolicy == v1.PersistentVolumeReclaimDelete &&
 		pv.DeletionTimestamp == nil &&
 		pv.Status.Phase == v1.VolumeBound &&
