@@ -27,8 +27,9 @@ func ebsConfig() Config {
 	return cfg
 }
 
-// migratedClaim is a claim of an in-tree class as kube-controller-manager leaves it when CSI migration is on:
-// storage-provisioner and migrated-to both name the CSI driver.
+// migratedClaim is a claim of an in-tree class handed to the CSI driver, with both annotations upstream accepts
+// naming the driver. (kube-controller-manager 1.36 writes only storage-provisioner: see the "no migrated-to" case
+// and TestE2EProvisionerMigration.)
 func migratedClaim(opts ...func(*v1.PersistentVolumeClaim)) *v1.PersistentVolumeClaim {
 	c := testutil.Claim("ns", "data", uid, "gp", "1Gi", func(c *v1.PersistentVolumeClaim) {
 		c.Annotations[annStorageProvisioner] = ebsDriver
@@ -76,7 +77,19 @@ func TestSyncClaimMigration(t *testing.T) {
 			wantEvent:   []string{"ProvisioningSucceeded"},
 		},
 		{
-			name: "older controller-manager: storage-provisioner names the in-tree plugin, migrated-to the driver",
+			name: "as kube-controller-manager 1.36 hands it over: storage-provisioner names the driver, no migrated-to",
+			cfg:  ebsConfig(),
+			claim: migratedClaim(func(c *v1.PersistentVolumeClaim) {
+				delete(c.Annotations, annMigratedTo)
+			}),
+			class:       inTreeClass(params),
+			wantAct:     []string{"update leases", "create persistentvolumes"},
+			wantParams:  map[string]string{"type": "gp3", "iopsPerGB": "10", "allowautoiopspergbincrease": "true", "encrypted": "true"},
+			wantFSType:  "xfs",
+			wantCreates: 1,
+		},
+		{
+			name: "storage-provisioner names the in-tree plugin, migrated-to the driver",
 			cfg:  ebsConfig(),
 			claim: migratedClaim(func(c *v1.PersistentVolumeClaim) {
 				c.Annotations[annStorageProvisioner] = ebsInTree
