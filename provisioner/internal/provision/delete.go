@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -93,7 +94,7 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 			return err
 		}
 	}
-	if err := p.deleteVolume(ctx, handle, secrets); err != nil {
+	if err := p.deleteVolume(csiconn.WithMigrated(ctx, pv.Spec.CSI == nil), handle, secrets); err != nil {
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
 	}

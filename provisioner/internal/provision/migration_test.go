@@ -8,11 +8,13 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // The migration pair csi-translation-lib knows for AWS EBS.
@@ -59,9 +61,12 @@ func TestSyncClaimMigration(t *testing.T) {
 		wantParams  map[string]string
 		wantFSType  string
 		wantCreates int
-		wantErr     bool
-		wantSlow    bool
-		wantEvent   []string
+		// wantCSIPV: the driver's own class, so a CSI PV and calls not marked migrated; otherwise a created
+		// volume's PV is in-tree and its calls are marked.
+		wantCSIPV bool
+		wantErr   bool
+		wantSlow  bool
+		wantEvent []string
 	}{
 		{
 			name:    "claim migrated to the driver: CreateVolume with translated parameters, PV written in-tree",
@@ -128,6 +133,17 @@ func TestSyncClaimMigration(t *testing.T) {
 			class: inTreeClass(params),
 		},
 		{
+			name:        "the driver's own class: nothing translated, CSI PV, calls not marked migrated",
+			cfg:         ebsConfig(),
+			claim:       migratedClaim(func(c *v1.PersistentVolumeClaim) { delete(c.Annotations, annMigratedTo) }),
+			class:       inTreeClass(map[string]string{"type": "gp3", "fsType": "xfs"}, func(c *storagev1.StorageClass) { c.Provisioner = ebsDriver }),
+			wantAct:     []string{"update leases", "create persistentvolumes"},
+			wantParams:  map[string]string{"type": "gp3", "fsType": "xfs"},
+			wantFSType:  "xfs",
+			wantCreates: 1,
+			wantCSIPV:   true,
+		},
+		{
 			name:  "class of another in-tree plugin: ignored",
 			cfg:   ebsConfig(),
 			claim: migratedClaim(),
@@ -150,6 +166,8 @@ func TestSyncClaimMigration(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.cfg, tc.claim, tc.class)
 			h.csi.CreatedTopology = zone
+			marks := &markingCSI{FakeCSI: h.csi}
+			h.p.CSI = marks
 			err := h.p.SyncClaim(context.Background(), tc.claim.DeepCopy())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
@@ -178,6 +196,15 @@ func TestSyncClaimMigration(t *testing.T) {
 			}
 			if got := req.VolumeCapabilities[0].GetMount().GetFsType(); got != tc.wantFSType {
 				t.Errorf("CreateVolume fsType %q, want %q", got, tc.wantFSType)
+			}
+			if want := !tc.wantCSIPV; !slices.Equal(marks.creates, []bool{want}) {
+				t.Errorf("CreateVolume calls marked migrated %v, want [%v]", marks.creates, want)
+			}
+			if tc.wantCSIPV {
+				if pv := h.pv(t, volName); pv.Spec.CSI == nil || pv.Annotations[annProvisionedBy] != ebsDriver {
+					t.Errorf("PV source %+v provisioned-by %q, want CSI and %s", pv.Spec.PersistentVolumeSource, pv.Annotations[annProvisionedBy], ebsDriver)
+				}
+				return
 			}
 			checkInTreePV(t, h, h.pv(t, volName))
 		})
@@ -308,6 +335,8 @@ func TestSyncVolumeMigration(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.cfg, tc.pv)
+			marks := &markingCSI{FakeCSI: h.csi}
+			h.p.CSI = marks
 			if err := h.p.SyncVolume(context.Background(), tc.pv.DeepCopy()); err != nil {
 				t.Fatal(err)
 			}
@@ -320,6 +349,11 @@ func TestSyncVolumeMigration(t *testing.T) {
 			}
 			if !slices.Equal(ids, tc.wantDeletes) {
 				t.Errorf("DeleteVolume IDs %q, want %q", ids, tc.wantDeletes)
+			}
+			for i, m := range marks.deletes {
+				if !m {
+					t.Errorf("DeleteVolume call %d for an in-tree PV not marked migrated", i)
+				}
 			}
 			pv, err := h.kube.CoreV1().PersistentVolumes().Get(context.Background(), volName, metav1.GetOptions{})
 			if err == nil && slices.Contains(pv.Finalizers, VolumeFinalizer) != tc.wantFinal {
@@ -345,4 +379,21 @@ func TestMigrationRoundTrip(t *testing.T) {
 	if h.csi.Count() != 0 || len(h.csi.Deletes) != 1 || h.csi.Deletes[0].VolumeId != "vol-0001" {
 		t.Fatalf("driver holds %d volumes after DeleteVolume calls %v, want none after one for vol-0001", h.csi.Count(), h.csi.Deletes)
 	}
+}
+
+// markingCSI records, per call, whether the call's context was marked migrated (the migrated label of
+// csi_sidecar_operations_seconds, as upstream sets it).
+type markingCSI struct {
+	*testutil.FakeCSI
+	creates, deletes []bool
+}
+
+func (m *markingCSI) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest, opts ...grpc.CallOption) (*csi.CreateVolumeResponse, error) {
+	m.creates = append(m.creates, csiconn.IsMigrated(ctx))
+	return m.FakeCSI.CreateVolume(ctx, req, opts...)
+}
+
+func (m *markingCSI) DeleteVolume(ctx context.Context, req *csi.DeleteVolumeRequest, opts ...grpc.CallOption) (*csi.DeleteVolumeResponse, error) {
+	m.deletes = append(m.deletes, csiconn.IsMigrated(ctx))
+	return m.FakeCSI.DeleteVolume(ctx, req, opts...)
 }

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or with a
@@ -150,6 +152,8 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	start := time.Now()
 	src := sourceOf(claim)
 	defer func() { p.Metrics.Provisioned(class.Name, string(src.kind), start, err) }()
+	// Upstream's migrated="true" label on the CSI calls for a claim of an in-tree class (migration.go).
+	ctx = csiconn.WithMigrated(ctx, p.migrating(class))
 
 	if claim.Spec.Selector != nil {
 		// As upstream: a dynamically provisioned volume has no labels to match, so a claim with a selector can
@@ -289,6 +293,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
 		return slow(err)
 	}
+	ctx = csiconn.WithMigrated(ctx, p.migrating(class))
 	plan, err := p.planCreate(ctx, claim, class, volName, claim.Annotations[annSelectedNode])
 	if err != nil {
 		err = fmt.Errorf("claim was deleted while volume %s was being provisioned; cannot rebuild the CreateVolume request to find and delete it: %w", volName, err)
