@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	"github.com/kubernetes-csi/csi-lib-utils/connection"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -24,15 +23,6 @@ type Client struct {
 // maxEntries is the ListVolumes page size, 0 letting the driver choose.
 func New(controller csi.ControllerClient, timeout time.Duration, maxEntries int32) *Client {
 	return &Client{controller: controller, timeout: timeout, maxEntries: maxEntries}
-}
-
-// WithMigrated marks the calls made with ctx as serving a migrated in-tree volume, for the migrated
-// label of csi_sidecar_operations_seconds when the connection's metrics manager has that label.
-func WithMigrated(ctx context.Context, migrated bool) context.Context {
-	if !migrated {
-		return ctx
-	}
-	return context.WithValue(ctx, connection.AdditionalInfoKey, connection.AdditionalInfo{Migrated: "true"})
 }
 
 // Publish calls ControllerPublishVolume and returns the publish context.

@@ -10,7 +10,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -63,7 +63,7 @@ func (h *CSI) attach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 		VolumeContext:    vol.spec.CSI.VolumeAttributes,
 	}
 	logger.V(4).Info("ControllerPublishVolume", "volumeID", handle, "nodeID", nodeID, "forced", force)
-	publishContext, err := h.cfg.CSI.Publish(csiattach.WithMigrated(ctx, vol.migrated), req)
+	publishContext, err := h.cfg.CSI.Publish(csiconn.WithMigrated(ctx, vol.migrated), req)
 	if err != nil {
 		return h.attachFailed(ctx, va, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -55,7 +56,7 @@ func (h *CSI) detach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 		return h.detachFailed(ctx, va, err)
 	}
 	logger.V(4).Info("ControllerUnpublishVolume", "volumeID", handle, "nodeID", nodeID)
-	err = h.cfg.CSI.Unpublish(csiattach.WithMigrated(ctx, migrated), &csi.ControllerUnpublishVolumeRequest{
+	err = h.cfg.CSI.Unpublish(csiconn.WithMigrated(ctx, migrated), &csi.ControllerUnpublishVolumeRequest{
 		VolumeId: handle,
 		NodeId:   nodeID,
 		Secrets:  secrets,
