@@ -82,6 +82,9 @@ type Options struct {
 	// under its own ServiceAccount (its name) with the RBAC of deploy/rbac/<name>.yaml; the snapshot CRDs
 	// are installed first when a snapshot binary is named.
 	With []string
+	// UnionRBAC runs the controller Pod's sidecars under one ServiceAccount holding all their roles
+	// (UnionAccount), as aws-ebs-csi-driver's manifests bind them, instead of one account per sidecar.
+	UnionRBAC bool
 }
 
 // Sidecars are the binaries Options.Without can leave out.
@@ -113,15 +116,18 @@ type Stack struct {
 	// ControllerSocket is ebs-plugin controller's CSI socket, which the sidecars use.
 	ControllerSocket string
 	// Kubeconfigs are the ServiceAccount kubeconfigs by ServiceAccount name (csi-provisioner,
-	// csi-attacher, ebs-csi-node-sa).
+	// csi-attacher, ebs-csi-node-sa); with UnionRBAC, the controller Pod's sidecars' names map to
+	// UnionAccount's.
 	Kubeconfigs map[string]string
 
 	removeDir bool
 	// upstreamArgs is Options.UpstreamArgs.
 	upstreamArgs bool
 	// with is Options.With.
-	with    []string
-	linkDir string
+	with []string
+	// unionRBAC is Options.UnionRBAC.
+	unionRBAC bool
+	linkDir   string
 	// mu guards procs, specs and the process fields above, which Restart replaces (restart.go).
 	mu    sync.Mutex
 	procs []*Process
@@ -161,7 +167,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs, with: opts.With}
+	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs, with: opts.With, unionRBAC: opts.UnionRBAC}
 	if s.Dir == "" {
 		if s.Dir, err = os.MkdirTemp("", "stowage-ebs-"); err != nil {
 			return nil, err
@@ -367,6 +373,21 @@ func (s *Stack) applyRBAC(ctx context.Context, root string) (map[string]string, 
 			return nil, err
 		}
 		out[sa] = kc
+	}
+	if s.unionRBAC {
+		var inPod []string
+		for sa := range out {
+			if slices.Contains(controllerPodAccounts, sa) {
+				inPod = append(inPod, sa)
+			}
+		}
+		kc, err := s.bindUnion(ctx, inPod)
+		if err != nil {
+			return nil, err
+		}
+		for _, sa := range inPod {
+			out[sa] = kc
+		}
 	}
 	return out, nil
 }
