@@ -24,6 +24,7 @@ import (
 	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 // waitTimeout bounds every wait for a controller; controllers act in seconds, the margin is for a
@@ -32,6 +33,9 @@ const waitTimeout = 2 * time.Minute
 
 func TestE2EControlPlane(t *testing.T) {
 	c := clustertest.Start(t)
+	t.Run("the API server reports the pinned release", func(t *testing.T) {
+		testServerVersion(t, c.Client())
+	})
 	t.Run("attach-detach controller creates the VolumeAttachment", func(t *testing.T) {
 		testAttachDetach(t, c.Client())
 	})
@@ -41,6 +45,26 @@ func TestE2EControlPlane(t *testing.T) {
 	t.Run("apply waits for a kind its own file defines", func(t *testing.T) {
 		testApplyCRDAndResource(t, c)
 	})
+}
+
+// testServerVersion checks kube-apiserver reports the k8s.io/kubernetes release e2e/tools/kube pins (a
+// build without the version stamp reports v0.0.0-master, which Helm charts' kubeVersion constraints refuse).
+func testServerVersion(t *testing.T, client kubernetes.Interface) {
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := tools.Version(root, tools.Kube())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != want {
+		t.Errorf("kube-apiserver reports %s (major %q, minor %q), want %s", v.GitVersion, v.Major, v.Minor, want)
+	}
 }
 
 // The objects of testAttachDetach.

@@ -31,6 +31,8 @@ type Module struct {
 	Name     string            // names the cache folder together with the version
 	Requires string            // the dependency whose version names the cache folder
 	Binaries map[string]string // binary name -> package to build
+	// LDFlags, if set, gives the linker flags for the pinned version (a version stamp).
+	LDFlags func(version string) []string
 }
 
 // Etcd is etcd's server, the control plane's store.
@@ -42,7 +44,7 @@ func Etcd() Module {
 // Kube is the API server and controller manager of k8s.io/kubernetes.
 func Kube() Module {
 	return Module{
-		Dir: "kube", Name: "kubernetes", Requires: "k8s.io/kubernetes",
+		Dir: "kube", Name: kubeName, Requires: "k8s.io/kubernetes", LDFlags: kubeVersionStamp,
 		Binaries: map[string]string{
 			"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver",
 			"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
@@ -54,9 +56,24 @@ func Kube() Module {
 // but built only when a test asks for it.
 func KubeScheduler() Module {
 	return Module{
-		Dir: "kube", Name: "kubernetes", Requires: "k8s.io/kubernetes",
+		Dir: "kube", Name: kubeName, Requires: "k8s.io/kubernetes", LDFlags: kubeVersionStamp,
 		Binaries: map[string]string{"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
 	}
+}
+
+// kubeName names the cache folder of the version-stamped kube binaries (the unstamped ones were cached as
+// "kubernetes-<version>" and are not reused).
+const kubeName = "kubernetes-stamped"
+
+// kubeVersionStamp sets the version the binaries report, as Kubernetes' release build does
+// (hack/lib/version.sh). Built from the module without it, kube-apiserver reports v0.0.0-master, which
+// fails every Helm chart's kubeVersion constraint, so `helm install` would refuse the rig's cluster.
+func kubeVersionStamp(version string) []string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	pkg := "k8s.io/component-base/version."
+	return []string{"-X", pkg + "gitVersion=" + version, "-X", pkg + "gitMajor=" + major, "-X", pkg + "gitMinor=" + minor,
+		"-X", pkg + "gitTreeState=clean"}
 }
 
 // Versitygw is the S3 server the S3 tests and benchmarks run against.
@@ -155,7 +172,11 @@ func Ensure(ctx context.Context, repoRoot, cache string, m Module) (map[string]s
 	for _, name := range todo {
 		pkgs = append(pkgs, m.Binaries[name])
 	}
-	if err := goBuild(ctx, filepath.Join(repoRoot, "e2e", "tools", m.Dir), binDir, todo, pkgs); err != nil {
+	var ldflags []string
+	if m.LDFlags != nil {
+		ldflags = m.LDFlags(version)
+	}
+	if err := goBuild(ctx, filepath.Join(repoRoot, "e2e", "tools", m.Dir), binDir, todo, pkgs, ldflags); err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", m.Name, version, err)
 	}
 	return paths, nil
@@ -189,7 +210,7 @@ func missing(paths map[string]string) []string {
 
 // goBuild builds pkgs of the module in modDir into a scratch folder and renames each binary into binDir,
 // so a killed build never leaves a half-written binary that later runs would take as built.
-func goBuild(ctx context.Context, modDir, binDir string, names, pkgs []string) error {
+func goBuild(ctx context.Context, modDir, binDir string, names, pkgs, ldflags []string) error {
 	logger := klog.FromContext(ctx)
 	scratch, err := os.MkdirTemp(filepath.Dir(binDir), ".build-")
 	if err != nil {
@@ -199,7 +220,11 @@ func goBuild(ctx context.Context, modDir, binDir string, names, pkgs []string) e
 
 	// No VCS stamp: the binaries are the same wherever the repository is checked out. Static, so a binary
 	// built on one machine of this kind runs on the next.
-	args := append([]string{"build", "-trimpath", "-buildvcs=false", "-o", scratch + string(filepath.Separator)}, pkgs...)
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-o", scratch + string(filepath.Separator)}
+	if len(ldflags) > 0 {
+		args = append(args, "-ldflags="+strings.Join(ldflags, " "))
+	}
+	args = append(args, pkgs...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = modDir
 	cmd.Env = append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")

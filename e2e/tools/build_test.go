@@ -79,3 +79,19 @@ func TestCacheDirPrefersEnvironment(t *testing.T) {
 		t.Errorf("cacheDir with the env = %q, want /var/cache/stowage", got)
 	}
 }
+
+// TestKubeVersionStamp checks the kube binaries are linked to report the pinned release, as Kubernetes' own
+// build stamps them, and are cached apart from unstamped builds.
+func TestKubeVersionStamp(t *testing.T) {
+	got := strings.Join(kubeVersionStamp("v1.36.3"), " ")
+	want := "-X k8s.io/component-base/version.gitVersion=v1.36.3 -X k8s.io/component-base/version.gitMajor=1 " +
+		"-X k8s.io/component-base/version.gitMinor=36 -X k8s.io/component-base/version.gitTreeState=clean"
+	if got != want {
+		t.Errorf("kubeVersionStamp(v1.36.3) = %q, want %q", got, want)
+	}
+	for _, m := range []Module{Kube(), KubeScheduler()} {
+		if m.LDFlags == nil || m.Name == "kubernetes" {
+			t.Errorf("%v: kube binaries must be stamped and cached apart from the unstamped ones", m.Binaries)
+		}
+	}
+}
