@@ -5,6 +5,8 @@ package provisioner
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -33,7 +35,9 @@ const memoryRounds = 3
 // annotation and finalizer; claim with volumeName and the binder's annotations; both Bound), and
 // kube-controller-manager's PV binder is off so nothing rewrites them: the sidecar has nothing to do after
 // its initial LIST, and the reading is the cost of its caches, taken once the process is idle. Each figure
-// is the median of memoryRounds fresh starts. PROVISIONER_MEMORY_N overrides the number of claims.
+// is the median of memoryRounds fresh starts. PROVISIONER_MEMORY_N overrides the number of claims;
+// PROVISIONER_MEMORY_HEAP_PROFILE=<file> also writes the in-use heap profile of Stowage's provisioner at N
+// objects there, and upstream's to <file>.upstream (go tool pprof -top -sample_index=inuse_space <file>).
 func TestBenchProvisionerMemory(t *testing.T) {
 	n := rig.EnvCount(t, "PROVISIONER_MEMORY_N", 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -64,6 +68,11 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), n), measureUpstreamProvisioner(t, ctx, upstream, kubeconfig, drv.Endpoint(), n))
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
+	}
+
+	if path := os.Getenv("PROVISIONER_MEMORY_HEAP_PROFILE"); path != "" {
+		writeHeapProfile(t, ctx, provisionerBinary(t), "Caches synced", path, kubeconfig, drv.Endpoint())
+		writeHeapProfile(t, ctx, upstream, "Started provisioner controller", path+".upstream", kubeconfig, drv.Endpoint())
 	}
 
 	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
@@ -158,4 +167,35 @@ func measureUpstreamProvisioner(t *testing.T, ctx context.Context, path, kubecon
 	return rig.MeasureUpstreamSidecar(t, ctx, "upstream v6.4.0", "Started provisioner controller", objects, memoryRounds, func(int) *rig.Process {
 		return startProvisionerAt(t, path, kubeconfig, endpoint).Process
 	})
+}
+
+// writeHeapProfile starts the csi-provisioner at path with --enable-pprof, waits until it logged ready and is
+// idle, and writes its heap profile (after a GC, so it shows what is live) to file.
+func writeHeapProfile(t *testing.T, ctx context.Context, path, ready, file, kubeconfig, endpoint string) {
+	t.Helper()
+	p := startProvisionerAt(t, path, kubeconfig, endpoint, "--enable-pprof")
+	rig.Eventually(t, ctx, 5*time.Minute, "csi-provisioner to log "+ready, func(context.Context) (bool, error) {
+		return p.logContains(ready), nil
+	})
+	if _, err := rig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.httpURL+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("heap profile: %s %v", resp.Status, err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap profile of %s at %s", path, file)
+	p.kill()
 }

@@ -25,7 +25,14 @@ import (
 // Syncer is what the controller drives; *provision.Provisioner implements it.
 type Syncer interface {
 	IsOurs(*v1.PersistentVolumeClaim) bool
+	// ClaimSettled tells whether SyncClaim has nothing to do for this copy of a claim of ours; the handlers leave
+	// such claims out of the claim queue (deleted claims are always queued, so ForgetClaim runs).
+	ClaimSettled(*v1.PersistentVolumeClaim) bool
 	IsOursPV(*v1.PersistentVolume) bool
+	// VolumeSettled tells whether SyncVolume has nothing to do for this copy of a PV of ours: the handlers leave
+	// such PVs out of the volume queue, so the initial LIST of a cluster's bound PVs costs no queue entry, deep
+	// copy or sync each.
+	VolumeSettled(*v1.PersistentVolume) bool
 	SyncClaim(context.Context, *v1.PersistentVolumeClaim) error
 	// SyncGoneClaim finishes what a claim the cache no longer has left behind (a volume being made for it).
 	SyncGoneClaim(ctx context.Context, namespace, name string) error
@@ -207,7 +214,7 @@ func (c *Controller) claimChanged(o any) {
 	if !ok {
 		return
 	}
-	if c.s.IsOurs(claim) {
+	if c.s.IsOurs(claim) && !c.s.ClaimSettled(claim) {
 		if key, err := cache.MetaNamespaceKeyFunc(claim); err == nil {
 			c.claimQ.Add(key)
 		}
@@ -291,7 +298,7 @@ func (c *Controller) enqueueCloneSources(claim *v1.PersistentVolumeClaim) {
 
 func (c *Controller) volumeChanged(o any) {
 	pv, ok := o.(*v1.PersistentVolume)
-	if ok && c.s.IsOursPV(pv) {
+	if ok && c.s.IsOursPV(pv) && !c.s.VolumeSettled(pv) {
 		c.volumeQ.Add(pv.Name)
 	}
 }

@@ -30,12 +30,17 @@ type recorder struct {
 	sources   map[string]int
 	forgotten []string
 	claimErr  error
+	// settled names the claims and PVs ClaimSettled and VolumeSettled report settled.
+	settled map[string]bool
 }
 
 func (r *recorder) IsOurs(c *v1.PersistentVolumeClaim) bool {
 	return c.Annotations["volume.kubernetes.io/storage-provisioner"] == testutil.Driver
 }
 func (r *recorder) IsOursPV(pv *v1.PersistentVolume) bool { return pv.Spec.CSI != nil }
+
+func (r *recorder) ClaimSettled(c *v1.PersistentVolumeClaim) bool { return r.settled[c.Name] }
+func (r *recorder) VolumeSettled(pv *v1.PersistentVolume) bool    { return r.settled[pv.Name] }
 func (r *recorder) SyncClaim(_ context.Context, c *v1.PersistentVolumeClaim) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()

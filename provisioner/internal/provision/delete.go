@@ -26,6 +26,13 @@ func (p *Provisioner) IsOursPV(pv *v1.PersistentVolume) bool {
 	return pv.Annotations[annProvisionedBy] == p.cfg.DriverName || slices.Contains(pv.Finalizers, VolumeFinalizer)
 }
 
+// VolumeSettled tells whether SyncVolume would return without a write or a CSI call for pv: it needs no
+// finalizer, is not being deleted and is not Released. The controller queues only PVs that are not settled; it
+// still queues every deleted PV, so Forget runs.
+func (p *Provisioner) VolumeSettled(pv *v1.PersistentVolume) bool {
+	return pv.DeletionTimestamp == nil && pv.Status.Phase != v1.VolumeReleased && !p.needsVolumeFinalizer(pv)
+}
+
 // SyncVolume adds the deletion-protection finalizer to a bound PV of ours that lacks it (needsVolumeFinalizer),
 // and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
 // as upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it),

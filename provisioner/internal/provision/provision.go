@@ -33,6 +33,21 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 	return a == p.cfg.DriverName || p.migratedClaim(claim, a)
 }
 
+// ClaimSettled tells whether SyncClaim would return without a write or a CSI call for this copy of a claim of
+// ours: it is bound and not being deleted, carries no intent, has no entry in the intent record (under its UID or
+// an earlier claim's of its name), and is not restored from a snapshot (whose as-source finalizer a bound claim
+// may still have to release). The controller leaves such claims out of the claim queue, so the initial LIST of a
+// cluster's bound claims costs no queue entry, deep copy or sync each.
+func (p *Provisioner) ClaimSettled(claim *v1.PersistentVolumeClaim) bool {
+	if claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" || hasIntent(claim) || p.journaled(claim.UID) {
+		return false
+	}
+	if p.Journal != nil && len(p.Journal.ForClaim(claim.Namespace, claim.Name)) > 0 {
+		return false
+	}
+	return sourceOf(claim).kind != sourceSnapshot
+}
+
 // SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
 // volume left behind. It is level-triggered: the claim's entry in the intent record (or the intent finalizer an
 // older Stowage wrote) says where a previous run (this process or one that crashed) stopped.
