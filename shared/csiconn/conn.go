@@ -84,6 +84,12 @@ func (c *Conn) WithTimeout(ctx context.Context) (context.Context, context.Cancel
 // timeouts and Unavailable (the driver is still starting) are retried until ctx ends; any other error is
 // returned, since a driver that fails Probe otherwise will not get better by waiting.
 func (c *Conn) ProbeUntilReady(ctx context.Context) error {
+	_, err := c.probeUntilReady(ctx)
+	return err
+}
+
+// probeUntilReady is ProbeUntilReady that also tells whether the driver was not ready or away at first.
+func (c *Conn) probeUntilReady(ctx context.Context) (waited bool, err error) {
 	logger := klog.FromContext(ctx)
 	ticker := time.NewTicker(ProbeInterval)
 	defer ticker.Stop()
@@ -91,17 +97,18 @@ func (c *Conn) ProbeUntilReady(ctx context.Context) error {
 		ready, err := c.probe(ctx)
 		switch {
 		case err == nil && ready:
-			return nil
+			return waited, nil
 		case err == nil:
 			logger.Info("CSI driver is not ready yet")
 		case isRetriableProbeError(err):
 			logger.Info("CSI driver probe failed, retrying", "err", err)
 		default:
-			return fmt.Errorf("CSI driver probe failed: %w", err)
+			return waited, fmt.Errorf("CSI driver probe failed: %w", err)
 		}
+		waited = true
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for the CSI driver to become ready: %w", ctx.Err())
+			return waited, fmt.Errorf("waiting for the CSI driver to become ready: %w", ctx.Err())
 		case <-ticker.C:
 		}
 	}

@@ -115,18 +115,20 @@ func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context))
 	// Following from here on: a driver that restarted before (while this replica stood by) is redialled too.
 	c.following.Add(1)
 	defer c.following.Add(-1)
-	// Probe first: the connection may have gone stale while nobody called (Unavailable until redialled).
-	if err := c.ProbeUntilReady(ctx); err != nil {
-		return fmt.Errorf("probing the CSI driver to follow its restarts: %w", err)
-	}
-	now, err := c.identify(ctx)
+	now, away, err := c.identifyReady(ctx)
 	if err != nil {
-		return fmt.Errorf("identifying the CSI driver to follow its restarts: %w", err)
+		return err
 	}
 	// The driver must be the one the sidecar learnt at start-up, not just the one answering now.
 	known := c.learnt.over(now)
 	if err := c.checkSame(ctx, known, now); err != nil {
 		return err
+	}
+	if away {
+		// The driver went away (or was not ready) after the sidecar started and is back: work that failed
+		// meanwhile is retried now, as after any later return.
+		logger.Info("CSI driver is back and ready")
+		onBack(ctx)
 	}
 
 	down := false
@@ -155,6 +157,28 @@ func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context))
 			return ctx.Err()
 		}
 		state = c.conn.GetState()
+	}
+}
+
+// identifyReady probes the driver until it is ready and identifies it, retrying while it is away (a restart
+// may fall between the two), and tells whether it was away or not ready at some point.
+func (c *Conn) identifyReady(ctx context.Context) (driverIdentity, bool, error) {
+	away := false
+	for {
+		// Probe first: the connection may have gone stale while nobody called (Unavailable until redialled).
+		waited, err := c.probeUntilReady(ctx)
+		away = away || waited
+		if err != nil {
+			return driverIdentity{}, away, fmt.Errorf("probing the CSI driver to follow its restarts: %w", err)
+		}
+		now, err := c.identify(ctx)
+		if err == nil {
+			return now, away, nil
+		}
+		if !isRetriableProbeError(err) || ctx.Err() != nil {
+			return driverIdentity{}, away, fmt.Errorf("identifying the CSI driver to follow its restarts: %w", err)
+		}
+		away = true
 	}
 }
 

@@ -183,3 +183,24 @@ func TestFollowRestartsRefusesADriverChangedBeforeIt(t *testing.T) {
 		t.Error("the connection-loss hook did not run for a changed driver")
 	}
 }
+
+// A driver that is away or not ready when FollowRestarts starts (it restarted after the sidecar learnt it, or
+// between FollowRestarts' first calls) is reported back once ready, so work that failed meanwhile is retried.
+func TestFollowRestartsReportsADriverThatWasNotReadyAtTheStart(t *testing.T) {
+	d := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d", NotReadyProbes: 1})
+	c, _ := connect(t, d, nil)
+	if d.ProbeCount() != 0 {
+		t.Fatalf("Connect probed the driver %d times; this test needs FollowRestarts' probe to be the first", d.ProbeCount())
+	}
+	f := follow(t, c)
+	select {
+	case <-f.back:
+	case <-f.ended:
+		t.Fatalf("FollowRestarts() = %v before reporting the driver back", f.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a driver that was not ready when FollowRestarts started was not reported back")
+	}
+	if n := d.ProbeCount(); n < 2 {
+		t.Errorf("the driver was reported back after %d Probe calls, want a ready one after the not-ready one", n)
+	}
+}
