@@ -24,13 +24,17 @@ import (
 const (
 	limitWrites  = 3000
 	limitWorkers = 64
+	// settle is the pause between the attach and the detach storm, the same for both sidecars: long enough for
+	// a client-side token bucket of burst 100 at 20 QPS to refill, so that the detach storm is measured as it
+	// runs after any quiet moment, and not together with the tokens the attach storm has just used up.
+	settle = 5 * time.Second
 )
 
 // TestBenchAttachStorm runs the real upstream csi-attacher (external-attacher, built from its module at the
 // version e2e/tools pins) and Stowage's, back to back, each on a fresh control plane with an audit log,
 // against an instant CSI driver: N VolumeAttachments (and their PersistentVolumes) exist before the sidecar
 // starts; attach is timed from the process start (start-up and the initial LIST included) until all are
-// attached, detach from the deletion of all of them until all are gone. Both run at the same flags
+// attached, detach from the deletion of all of them (after a pause of settle) until all are gone. Both run at the same flags
 // (--kube-api-qps=20 --kube-api-burst=100 --worker-threads=10) and each at its own defaults. API writes
 // are counted from the audit log (VolumeAttachments and PersistentVolumes, the only objects either writes
 // besides its Lease). The API server's own write limit is measured first, on a fresh control plane of its
@@ -121,6 +125,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 		return err == nil && attached == n, err
 	})
 	attach := e2erig.StormRun{Phase: "attach", Objects: n, Seconds: time.Since(start).Seconds()}
+	time.Sleep(settle) // trailing writes of the attach storm are counted with it
 	afterAttach := r.auditWrites(t, attacherUser)
 	attach.Writes = len(since(before, afterAttach))
 

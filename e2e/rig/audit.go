@@ -61,6 +61,8 @@ type AuditWrite struct {
 	Name     string
 	Code     int
 	User     string
+	// Time is when the API server completed the request (the event's stageTimestamp); zero if the log has none.
+	Time time.Time
 }
 
 // String is "verb resource name code user", the form tests compare and print.
@@ -72,6 +74,7 @@ func (w AuditWrite) String() string {
 type auditEvent struct {
 	Verb      string                    `json:"verb"`
 	Stage     string                    `json:"stage"`
+	StageTime time.Time                 `json:"stageTimestamp"`
 	User      struct{ Username string } `json:"user"`
 	ObjectRef struct {
 		Resource    string `json:"resource"`
@@ -109,7 +112,7 @@ func parseAudit(r io.Reader) ([]AuditWrite, error) {
 		if ev.ObjectRef.Subresource != "" {
 			res += "/" + ev.ObjectRef.Subresource
 		}
-		out = append(out, AuditWrite{Verb: ev.Verb, Resource: res, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code, User: ev.User.Username})
+		out = append(out, AuditWrite{Verb: ev.Verb, Resource: res, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code, User: ev.User.Username, Time: ev.StageTime})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)

@@ -6,12 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseAuditKeepsCompletedWritesInOrder(t *testing.T) {
 	log := `{"verb":"create","stage":"ResponseComplete","user":{"username":"admin"},"objectRef":{"resource":"volumeattachments","name":"va-1"},"responseStatus":{"code":201}}
 {"verb":"patch","stage":"ResponseStarted","user":{"username":"sa"},"objectRef":{"resource":"volumeattachments","name":"va-1"},"responseStatus":{"code":200}}
-{"verb":"patch","stage":"ResponseComplete","user":{"username":"sa"},"objectRef":{"resource":"volumeattachments","subresource":"status","name":"va-1"},"responseStatus":{"code":200}}
+{"verb":"patch","stage":"ResponseComplete","user":{"username":"sa"},"objectRef":{"resource":"volumeattachments","subresource":"status","name":"va-1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-27T00:10:02.123456Z"}
 `
 	got, err := parseAudit(strings.NewReader(log))
 	if err != nil {
@@ -20,6 +21,9 @@ func TestParseAuditKeepsCompletedWritesInOrder(t *testing.T) {
 	want := []string{"create volumeattachments va-1 201 admin", "patch volumeattachments/status va-1 200 sa"}
 	if !slices.Equal(Strings(got), want) {
 		t.Errorf("writes = %q, want %q", Strings(got), want)
+	}
+	if !got[0].Time.IsZero() || !got[1].Time.Equal(time.Date(2026, 11, 27, 0, 10, 2, 123456000, time.UTC)) {
+		t.Errorf("times = %v, %v; want zero (none in the log) and the second write's stageTimestamp", got[0].Time, got[1].Time)
 	}
 	if by := Strings(Filter(got, ByUser("sa"))); !slices.Equal(by, want[1:]) {
 		t.Errorf("writes by sa = %q, want %q", by, want[1:])

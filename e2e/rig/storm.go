@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // StormRun is one phase of a storm benchmark for one sidecar: Objects objects handled in Seconds with Writes
@@ -23,6 +24,25 @@ type StormRun struct {
 	ServerWrites int
 	// Kinds counts the sidecar's writes by "verb resource"; nil when not counted.
 	Kinds map[string]int
+	// LastWork is the seconds from the phase's start to the sidecar's last write of its work objects (Events
+	// and Leases aside), from the audit log's timestamps; 0 when not measured. Seconds minus LastWork is the
+	// time the phase took after the sidecar had done its part (another controller finishing, the benchmark
+	// seeing it).
+	LastWork float64
+}
+
+// LastWorkSeconds returns the seconds from start to the latest of writes that work matches, 0 if none.
+func LastWorkSeconds(writes []AuditWrite, start time.Time, work func(AuditWrite) bool) float64 {
+	var last time.Time
+	for _, w := range writes {
+		if work(w) && w.Time.After(last) {
+			last = w.Time
+		}
+	}
+	if last.IsZero() {
+		return 0
+	}
+	return last.Sub(start).Seconds()
 }
 
 // CountKinds counts writes by "verb resource".
@@ -87,6 +107,15 @@ func WriteStormKinds(w io.Writer, runs []StormRun) {
 			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(r.Kinds[k])/float64(r.Objects)))
 		}
 		fmt.Fprintf(w, "%s, %s, %s: %s\n", r.Setting, r.Phase, r.Sidecar, strings.Join(parts, ", "))
+	}
+}
+
+// WriteStormLastWork prints, for each run that measured it, when the sidecar's own part of the phase ended.
+func WriteStormLastWork(w io.Writer, runs []StormRun) {
+	for _, r := range runs {
+		if r.LastWork > 0 {
+			fmt.Fprintf(w, "%s, %s, %s: last work write at %.1f s of %.1f s\n", r.Setting, r.Phase, r.Sidecar, r.LastWork, r.Seconds)
+		}
 	}
 }
 

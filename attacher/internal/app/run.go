@@ -136,6 +136,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	// The CSINode informer only feeds the handler's lister.
 	factory.Storage().V1().CSINodes().Informer()
 	factory.Start(ctx.Done())
+	kubeclient.LeanSync(ctx, factory)
 	defer factory.Shutdown()
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// VolumeAttachments it interrupted are retried as soon as it is back.

@@ -72,6 +72,12 @@ func New(cfg Config) (*Controller, error) {
 		vaLister: cfg.VAInformer.Lister(),
 		pvLister: cfg.PVInformer.Lister(),
 	}
+	if err := cfg.PVInformer.Informer().SetTransform(trimVolume(cfg.Driver)); err != nil {
+		return nil, fmt.Errorf("setting the PersistentVolume transform: %w", err)
+	}
+	if err := cfg.VAInformer.Informer().SetTransform(trimAttachment); err != nil {
+		return nil, fmt.Errorf("setting the VolumeAttachment transform: %w", err)
+	}
 	vaReg, err := cfg.VAInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.vaAdded,
 		UpdateFunc: c.vaUpdated,
@@ -164,7 +170,7 @@ func (c *Controller) reconcile(ctx context.Context) {
 }
 
 func (c *Controller) vaAdded(obj any) {
-	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Attacher == c.cfg.Driver {
+	if va, ok := obj.(*storagev1.VolumeAttachment); ok && va.Spec.Attacher == c.cfg.Driver && !settled(va) {
 		c.cfg.VAQueue.Add(va.Name)
 	}
 }
@@ -172,7 +178,7 @@ func (c *Controller) vaAdded(obj any) {
 func (c *Controller) vaUpdated(oldObj, newObj any) {
 	old, ok1 := oldObj.(*storagev1.VolumeAttachment)
 	va, ok2 := newObj.(*storagev1.VolumeAttachment)
-	if !ok1 || !ok2 || va.Spec.Attacher != c.cfg.Driver {
+	if !ok1 || !ok2 || va.Spec.Attacher != c.cfg.Driver || settled(va) {
 		return
 	}
 	if shouldEnqueue(old, va) {

@@ -72,6 +72,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	}
 
 	factory.Start(ctx.Done())
+	kubeclient.LeanSync(ctx, factory)
 	defer factory.Shutdown()
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
@@ -173,6 +174,12 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, e
 		volumes:     factory.Core().V1().PersistentVolumes(),
 		classes:     factory.Storage().V1().StorageClasses(),
 		attachments: factory.Storage().V1().VolumeAttachments(),
+	}
+	if err := c.claims.Informer().SetTransform(trimClaim); err != nil {
+		return caches{}, fmt.Errorf("claim informer transform: %w", err)
+	}
+	if err := c.volumes.Informer().SetTransform(trimVolume); err != nil {
+		return caches{}, fmt.Errorf("PV informer transform: %w", err)
 	}
 	if d.caps.Topology {
 		// Only Node labels are read (here and in capacity): dropping status and managed fields keeps that cache

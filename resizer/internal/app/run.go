@@ -118,6 +118,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		return err
 	}
 	factory.Start(ctx.Done())
+	kubeclient.LeanSync(ctx, factory)
 	defer factory.Shutdown()
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// expansions and modifications it interrupted are retried as soon as it is back.

@@ -220,6 +220,7 @@ func runController(ctx context.Context, cfg *Config, clients *kubeclient.Clients
 	}
 	snapFactory.Start(ctx.Done())
 	coreFactory.Start(ctx.Done())
+	kubeclient.LeanSync(ctx, snapFactory, coreFactory)
 	defer snapFactory.Shutdown()
 	defer coreFactory.Shutdown()
 	return ctrl.Run(ctx)

@@ -193,6 +193,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	defer factory.Shutdown()
 	classFactory.Start(ctx.Done())
 	defer classFactory.Shutdown()
+	kubeclient.LeanSync(ctx, factory, classFactory)
 	// While this replica leads (or, with --node-deployment, serves its node), a restart of the driver is
 	// followed instead of ending the process, and the contents it interrupted are retried as soon as it is back.
 	driverBack := ctrl.DriverBack
