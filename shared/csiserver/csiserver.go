@@ -1,5 +1,5 @@
 // Package csiserver serves a CSI plugin's gRPC services on its endpoint, for the plugins Stowage writes
-// (s3-node, s3-controller's CSI controller service): endpoint parsing as upstream's flags accept it, a stale
+// (ebs-plugin, s3-node, s3-controller's CSI controller service): endpoint parsing as upstream's flags accept it, a stale
 // socket removed, requests logged without their bodies, and a graceful stop when the context ends.
 package csiserver
 
@@ -39,9 +39,42 @@ func ParseEndpoint(flag, ep string) (network, addr string, err error) {
 	return "", "", fmt.Errorf("%s %q: scheme must be unix or tcp", flag, ep)
 }
 
+// Option changes how Serve serves.
+type Option func(*settings)
+
+type settings struct {
+	grpc []grpc.ServerOption
+	// describe turns a request into what is logged of it.
+	describe func(req any) any
+}
+
+// WithGRPCOptions passes options to the gRPC server.
+func WithGRPCOptions(opts ...grpc.ServerOption) Option {
+	return func(s *settings) { s.grpc = append(s.grpc, opts...) }
+}
+
+// LogRequestBodies logs each request's body at V(4), for plugins whose requests carry no secret but in their
+// secrets field: a request with secrets is logged by type only.
+func LogRequestBodies() Option {
+	return func(s *settings) { s.describe = withoutSecrets }
+}
+
+func withoutSecrets(req any) any {
+	type secretHolder interface{ GetSecrets() map[string]string }
+	if s, ok := req.(secretHolder); ok && len(s.GetSecrets()) > 0 {
+		return fmt.Sprintf("%T (secrets omitted)", req)
+	}
+	return req
+}
+
 // Serve listens on endpoint (the value of flag), lets register add the services, and serves until ctx ends,
 // then stops gracefully. A socket left by a killed predecessor is removed first, since Listen would fail on it.
-func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Server), opts ...grpc.ServerOption) error {
+// Requests are logged by type only unless LogRequestBodies is given.
+func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Server) error, opts ...Option) error {
+	set := settings{describe: typeOf}
+	for _, o := range opts {
+		o(&set)
+	}
 	network, addr, err := ParseEndpoint(flag, endpoint)
 	if err != nil {
 		return err
@@ -54,12 +87,14 @@ func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Serve
 			return fmt.Errorf("remove stale socket %s: %w", addr, err)
 		}
 	}
+	srv := grpc.NewServer(append(set.grpc, grpc.UnaryInterceptor(logInterceptor(klog.FromContext(ctx), set.describe)))...)
+	if err := register(srv); err != nil {
+		return err
+	}
 	ln, err := net.Listen(network, addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s %s: %w", flag, endpoint, err)
 	}
-	srv := grpc.NewServer(append(opts, grpc.UnaryInterceptor(LogInterceptor(klog.FromContext(ctx))))...)
-	register(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -67,6 +102,8 @@ func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Serve
 		return fmt.Errorf("serve CSI: %w", err)
 	case <-ctx.Done():
 	}
+	// Serve returns as soon as the stop begins; GracefulStop returns once running calls have finished, so
+	// nothing of the server outlives Serve.
 	srv.GracefulStop()
 	if err := <-served; err != nil {
 		return fmt.Errorf("serve CSI: %w", err)
@@ -74,13 +111,16 @@ func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Serve
 	return nil
 }
 
-// LogInterceptor gives each request a logger with its method and logs the request's type, never its body:
-// requests carry secrets (provisioner secrets, service account tokens in the volume context).
-func LogInterceptor(logger klog.Logger) grpc.UnaryServerInterceptor {
+func typeOf(req any) any { return fmt.Sprintf("%T", req) }
+
+// logInterceptor gives each request a logger with its method and logs what describe makes of the request.
+func logInterceptor(logger klog.Logger, describe func(any) any) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		l := logger.WithValues("method", info.FullMethod)
 		ctx = klog.NewContext(ctx, l)
-		l.V(4).Info("CSI request", "type", fmt.Sprintf("%T", req))
+		if l.V(4).Enabled() {
+			l.V(4).Info("CSI request", "request", describe(req))
+		}
 		resp, err := handler(ctx, req)
 		if err != nil {
 			l.V(2).Info("CSI request failed", "err", err.Error())

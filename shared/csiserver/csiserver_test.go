@@ -2,6 +2,7 @@ package csiserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestServeReplacesAStaleSocketAndStopsWithItsContext(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "sub", "csi.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	register := func(s *grpc.Server) { csi.RegisterIdentityServer(s, identity{}) }
+	register := func(s *grpc.Server) error { csi.RegisterIdentityServer(s, identity{}); return nil }
 	go func() { done <- Serve(ctx, "--endpoint", "unix://"+sock, register) }()
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -78,5 +79,19 @@ func TestServeReplacesAStaleSocketAndStopsWithItsContext(t *testing.T) {
 	cancel2()
 	if err := <-done; err != nil {
 		t.Fatalf("second Serve after cancel: %v", err)
+	}
+}
+
+func TestRequestsWithSecretsAreLoggedByTypeOnly(t *testing.T) {
+	with := &csi.NodeStageVolumeRequest{VolumeId: "vol-1", Secrets: map[string]string{"key": "hunter2"}}
+	if got := fmt.Sprint(withoutSecrets(with)); strings.Contains(got, "hunter2") || !strings.Contains(got, "NodeStageVolumeRequest") {
+		t.Errorf("a request with secrets is logged as %q, want its type without the secret", got)
+	}
+	without := &csi.NodeStageVolumeRequest{VolumeId: "vol-1"}
+	if got := withoutSecrets(without); got != any(without) {
+		t.Errorf("a request without secrets is logged as %v, want the request", got)
+	}
+	if got := fmt.Sprint(typeOf(without)); got != "*csi.NodeStageVolumeRequest" {
+		t.Errorf("typeOf = %q", got)
 	}
 }

@@ -6,11 +6,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +20,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/limits"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metadata"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/modifyrpc"
+	"github.com/stowage-csi/stowage/shared/csiserver"
 )
 
 // DriverName is the CSI driver name; PVs and CSIDriver objects carry it, so it never changes.
@@ -149,97 +145,22 @@ func New(opts Options, cloudAPI Cloud, mounter Mounter, meta MetadataSource) (*D
 func (d *Driver) controllerEnabled() bool { return d.opts.Mode != ModeNode }
 func (d *Driver) nodeEnabled() bool       { return d.opts.Mode != ModeController }
 
-// Run serves the CSI gRPC services on the endpoint until ctx ends.
+// Run serves the CSI gRPC services on the endpoint until ctx ends. Requests are logged at V(4), those with
+// secrets by type only.
 func (d *Driver) Run(ctx context.Context) error {
-	network, addr, err := parseEndpoint(d.opts.Endpoint)
-	if err != nil {
-		return err
-	}
-	if network == "unix" {
-		if err := os.MkdirAll(filepath.Dir(addr), 0o755); err != nil {
-			return fmt.Errorf("create socket directory: %w", err)
+	klog.FromContext(ctx).Info("Serving CSI", "endpoint", d.opts.Endpoint, "mode", d.opts.Mode, "driver", DriverName, "version", d.opts.Version)
+	return csiserver.Serve(ctx, "--endpoint", d.opts.Endpoint, func(srv *grpc.Server) error {
+		csi.RegisterIdentityServer(srv, d)
+		if d.controllerEnabled() {
+			csi.RegisterControllerServer(srv, d)
+			// As upstream in controller and all modes: volume-modifier-for-k8s calls it on this socket.
+			if err := modifyrpc.Register(srv, d); err != nil {
+				return err
+			}
 		}
-		if err := os.Remove(addr); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove stale socket %s: %w", addr, err)
+		if d.nodeEnabled() {
+			csi.RegisterNodeServer(srv, d)
 		}
-	}
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.opts.Endpoint, err)
-	}
-	logger := klog.FromContext(ctx)
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logInterceptor(logger)))
-	csi.RegisterIdentityServer(srv, d)
-	if d.controllerEnabled() {
-		csi.RegisterControllerServer(srv, d)
-		// As upstream in controller and all modes: volume-modifier-for-k8s calls it on this socket.
-		if err := modifyrpc.Register(srv, d); err != nil {
-			_ = ln.Close()
-			return err
-		}
-	}
-	if d.nodeEnabled() {
-		csi.RegisterNodeServer(srv, d)
-	}
-	logger.Info("Serving CSI", "endpoint", d.opts.Endpoint, "mode", d.opts.Mode, "driver", DriverName, "version", d.opts.Version)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve CSI: %w", err)
-	case <-ctx.Done():
-	}
-	// Serve returns as soon as the stop begins; GracefulStop returns once running calls have finished, so
-	// nothing of the server outlives Run.
-	srv.GracefulStop()
-	if err := <-served; err != nil {
-		return fmt.Errorf("serve CSI: %w", err)
-	}
-	return nil
-}
-
-func parseEndpoint(ep string) (string, string, error) {
-	u, err := url.Parse(ep)
-	if err != nil {
-		return "", "", fmt.Errorf("--endpoint %q: %w", ep, err)
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "unix":
-		addr := u.Path
-		if u.Host != "" {
-			addr = u.Host + u.Path // unix://tmp/csi.sock, upstream's default, is relative to /
-			addr = "/" + addr
-		}
-		if addr == "" {
-			return "", "", fmt.Errorf("--endpoint %q: no socket path", ep)
-		}
-		return "unix", addr, nil
-	case "tcp":
-		return "tcp", u.Host, nil
-	}
-	return "", "", fmt.Errorf("--endpoint %q: scheme must be unix or tcp", ep)
-}
-
-func logInterceptor(logger klog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		l := logger.WithValues("method", info.FullMethod)
-		ctx = klog.NewContext(ctx, l)
-		l.V(4).Info("CSI request", "request", stripSecrets(req))
-		resp, err := handler(ctx, req)
-		if err != nil {
-			l.V(2).Info("CSI request failed", "err", err.Error())
-		} else {
-			l.V(4).Info("CSI response", "response", resp)
-		}
-		return resp, err
-	}
-}
-
-// stripSecrets keeps secrets out of logs: only the type of requests that carry secrets is logged.
-func stripSecrets(req any) any {
-	type secretHolder interface{ GetSecrets() map[string]string }
-	if s, ok := req.(secretHolder); ok && len(s.GetSecrets()) > 0 {
-		return fmt.Sprintf("%T (secrets omitted)", req)
-	}
-	return req
+		return nil
+	}, csiserver.LogRequestBodies())
 }

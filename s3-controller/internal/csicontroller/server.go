@@ -52,8 +52,9 @@ func (s *Server) NeedLeaderElection() bool { return false }
 // type only: a class may name provisioner secrets, which then ride in CreateVolume.
 func (s *Server) Start(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Serving the CSI controller service for dynamic provisioning", "endpoint", s.opts.Endpoint, "driver", s3api.DriverName)
-	return csiserver.Serve(ctx, "--csi-endpoint", s.opts.Endpoint, func(srv *grpc.Server) {
+	return csiserver.Serve(ctx, "--csi-endpoint", s.opts.Endpoint, func(srv *grpc.Server) error {
 		csi.RegisterIdentityServer(srv, s)
 		csi.RegisterControllerServer(srv, s)
+		return nil
 	})
 }

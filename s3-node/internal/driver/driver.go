@@ -60,8 +60,9 @@ func New(opts Options) *Driver { return &Driver{opts: opts} }
 // only: they carry service account tokens in their volume context.
 func (d *Driver) Run(ctx context.Context) error {
 	klog.FromContext(ctx).Info("Serving CSI", "endpoint", d.opts.Endpoint, "driver", s3api.DriverName, "version", d.opts.Version, "node", d.opts.NodeID)
-	return csiserver.Serve(ctx, "--endpoint", d.opts.Endpoint, func(srv *grpc.Server) {
+	return csiserver.Serve(ctx, "--endpoint", d.opts.Endpoint, func(srv *grpc.Server) error {
 		csi.RegisterIdentityServer(srv, d)
 		csi.RegisterNodeServer(srv, d)
-	}, grpc.MaxRecvMsgSize(maxRecvMsgSize))
+		return nil
+	}, csiserver.WithGRPCOptions(grpc.MaxRecvMsgSize(maxRecvMsgSize)))
 }
