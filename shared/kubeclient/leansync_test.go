@@ -39,13 +39,7 @@ func TestLeanSyncTightensTheGCUntilTheCachesSynced(t *testing.T) {
 		t.Fatalf("GC target with one factory still syncing = %d, want %d", got, syncGCPercent)
 	}
 	close(b.release)
-	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != defaultGCPercent {
-		if time.Now().After(deadline) {
-			t.Fatalf("GC target still %d 10 s after both factories synced, want %d", gcPercent(), defaultGCPercent)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitGCPercent(t, defaultGCPercent, "both factories synced")
 }
 
 func TestLeanSyncRestoresTheGCWhenTheContextEnds(t *testing.T) {
@@ -54,10 +48,16 @@ func TestLeanSyncRestoresTheGCWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	LeanSync(ctx, heldFactory{make(chan struct{})})
 	cancel()
+	waitGCPercent(t, defaultGCPercent, "the context ended")
+}
+
+// waitGCPercent waits up to 10 s for the GC target to become want after what happened.
+func waitGCPercent(t *testing.T, want int, after string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != defaultGCPercent {
+	for gcPercent() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("GC target still %d 10 s after the context ended, want %d", gcPercent(), defaultGCPercent)
+			t.Fatalf("GC target still %d 10 s after %s, want %d", gcPercent(), after, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
