@@ -86,8 +86,8 @@ func TestBenchProvisionStorm(t *testing.T) {
 	rig.WriteStormTable(os.Stdout, runs, limit)
 	fmt.Println("The sidecar's writes per claim by kind:")
 	rig.WriteStormKinds(os.Stdout, runs)
-	fmt.Println("When the sidecar's last PV write landed (the rest of the phase is the controller manager's binder binding the last claims, or the benchmark seeing the last PV gone):")
-	rig.WriteStormLastWork(os.Stdout, runs)
+	fmt.Println("When the sidecar wrote its last PV, and kube-controller-manager's binder (one worker) its last claim status (Bound) or PV status (Released):")
+	rig.WriteStormMarks(os.Stdout, runs)
 	fmt.Println("own defaults: upstream --kube-api-qps=5 --kube-api-burst=10 --worker-threads=100; Stowage no client-side limiter (the server has API Priority and Fairness), 100 workers.")
 	fmt.Printf("writes: to claims, PVs, Events and Leases by the sidecar's ServiceAccount, from the audit log, leader election renewals excluded (Stowage's intent record, a Lease, counted); provision counts those until %s after all are Bound, delete the rest until the sidecar exited; all clients: the sidecar's and every other client's writes to those (the controller manager's binder, the benchmark's creates and deletes), Leases aside.\n", settle)
 	fmt.Println()
@@ -138,13 +138,20 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	// What the API server took: the sidecar's counted writes and every other client's but Leases (leader
 	// election and the API server's identity).
 	server := func(w rig.AuditWrite) bool { return counted(w) || (w.User != saUser && w.Resource != "leases") }
-	// The sidecar's work writes: PVs (the claims' Events and the intent record aside).
+	// The sidecar's work writes are to PVs (the claims' Events and the intent record aside); the controller
+	// manager's binder writes the statuses: claims Bound when provisioning, PVs Released when deleting.
 	work := func(w rig.AuditWrite) bool { return counted(w) && w.Resource == "persistentvolumes" }
-	phase := func(run *rig.StormRun, start time.Time, from, to []rig.AuditWrite) {
+	binder := func(resource string) func(rig.AuditWrite) bool {
+		return func(w rig.AuditWrite) bool { return w.User != saUser && w.Resource == resource }
+	}
+	phase := func(run *rig.StormRun, start time.Time, from, to []rig.AuditWrite, binderStatus string) {
 		in := to[len(from):]
 		mine := rig.Filter(in, counted)
 		run.Writes, run.ServerWrites, run.Kinds = len(mine), len(rig.Filter(in, server)), rig.CountKinds(mine)
-		run.LastWork = rig.LastWorkSeconds(in, start, work)
+		run.Marks = []rig.StormMark{
+			{What: "sidecar's last PV write", Seconds: rig.LastWriteSeconds(in, start, work)},
+			{What: "binder's last " + binderStatus + " write", Seconds: rig.LastWriteSeconds(in, start, binder(binderStatus))},
+		}
 	}
 	before := audit.MustWrites(t)
 
@@ -163,7 +170,7 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	}
 	time.Sleep(settle)
 	afterProvision := audit.MustWrites(t)
-	phase(&provision, start, before, afterProvision)
+	phase(&provision, start, before, afterProvision, "persistentvolumeclaims/status")
 
 	start = time.Now()
 	if err := rig.Parallel(n, 32, func(i int) error {
@@ -186,7 +193,7 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	// Counted once the process is gone, so a write that trailed the last PV's deletion is in the log too.
 	p.Signal(syscall.SIGTERM)
 	<-p.Done()
-	phase(&del, start, afterProvision, audit.MustWrites(t))
+	phase(&del, start, afterProvision, audit.MustWrites(t), "persistentvolumes/status")
 	leader := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool {
 		return w.User == saUser && w.Resource == "leases" && w.Name == leaderLease
 	})

@@ -24,18 +24,23 @@ type StormRun struct {
 	ServerWrites int
 	// Kinds counts the sidecar's writes by "verb resource"; nil when not counted.
 	Kinds map[string]int
-	// LastWork is the seconds from the phase's start to the sidecar's last write of its work objects (Events
-	// and Leases aside), from the audit log's timestamps; 0 when not measured. Seconds minus LastWork is the
-	// time the phase took after the sidecar had done its part (another controller finishing, the benchmark
-	// seeing it).
-	LastWork float64
+	// Marks are moments of the phase, in seconds from its start, read from the audit log's timestamps (the
+	// sidecar's last write of its work objects, another controller's last write): what the phase waited on
+	// after the sidecar had done its part. Nil when not measured.
+	Marks []StormMark
 }
 
-// LastWorkSeconds returns the seconds from start to the latest of writes that work matches, 0 if none.
-func LastWorkSeconds(writes []AuditWrite, start time.Time, work func(AuditWrite) bool) float64 {
+// StormMark is a named moment of a storm phase.
+type StormMark struct {
+	What    string
+	Seconds float64
+}
+
+// LastWriteSeconds returns the seconds from start to the latest of writes that match, 0 if none.
+func LastWriteSeconds(writes []AuditWrite, start time.Time, match func(AuditWrite) bool) float64 {
 	var last time.Time
 	for _, w := range writes {
-		if work(w) && w.Time.After(last) {
+		if match(w) && w.Time.After(last) {
 			last = w.Time
 		}
 	}
@@ -110,12 +115,17 @@ func WriteStormKinds(w io.Writer, runs []StormRun) {
 	}
 }
 
-// WriteStormLastWork prints, for each run that measured it, when the sidecar's own part of the phase ended.
-func WriteStormLastWork(w io.Writer, runs []StormRun) {
+// WriteStormMarks prints, for each run that has them, its marks and its length.
+func WriteStormMarks(w io.Writer, runs []StormRun) {
 	for _, r := range runs {
-		if r.LastWork > 0 {
-			fmt.Fprintf(w, "%s, %s, %s: last work write at %.1f s of %.1f s\n", r.Setting, r.Phase, r.Sidecar, r.LastWork, r.Seconds)
+		if len(r.Marks) == 0 {
+			continue
 		}
+		var parts []string
+		for _, m := range r.Marks {
+			parts = append(parts, fmt.Sprintf("%s at %.1f s", m.What, m.Seconds))
+		}
+		fmt.Fprintf(w, "%s, %s, %s: %s, of %.1f s\n", r.Setting, r.Phase, r.Sidecar, strings.Join(parts, ", "), r.Seconds)
 	}
 }
 

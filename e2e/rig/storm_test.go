@@ -65,22 +65,25 @@ func TestWriteStormTablePrintsAllClientsRate(t *testing.T) {
 	}
 }
 
-func TestLastWorkSecondsIsTheLatestMatchingWrite(t *testing.T) {
+func TestLastWriteSecondsIsTheLatestMatchingWrite(t *testing.T) {
 	start := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
 	at := func(res string, s float64) AuditWrite {
 		return AuditWrite{Resource: res, Time: start.Add(time.Duration(s * float64(time.Second)))}
 	}
 	writes := []AuditWrite{at("persistentvolumes", 1.5), at("persistentvolumes", 3.25), at("events", 9), at("persistentvolumes", 2)}
 	work := func(w AuditWrite) bool { return w.Resource == "persistentvolumes" }
-	if got := LastWorkSeconds(writes, start, work); got != 3.25 {
-		t.Errorf("LastWorkSeconds = %v, want 3.25 (the latest PV write; the later Event is not work)", got)
+	if got := LastWriteSeconds(writes, start, work); got != 3.25 {
+		t.Errorf("LastWriteSeconds = %v, want 3.25 (the latest PV write; the later Event does not match)", got)
 	}
-	if got := LastWorkSeconds(writes[2:3], start, work); got != 0 {
-		t.Errorf("LastWorkSeconds with no work write = %v, want 0", got)
+	if got := LastWriteSeconds(writes[2:3], start, work); got != 0 {
+		t.Errorf("LastWriteSeconds with no matching write = %v, want 0", got)
 	}
 	var b strings.Builder
-	WriteStormLastWork(&b, []StormRun{{Setting: "s", Phase: "provision", Sidecar: "Stowage", Seconds: 4.3, LastWork: 1.2}, {Setting: "s", Phase: "delete", Sidecar: "Stowage", Seconds: 3}})
-	if want := "s, provision, Stowage: last work write at 1.2 s of 4.3 s\n"; b.String() != want {
-		t.Errorf("WriteStormLastWork = %q, want %q", b.String(), want)
+	WriteStormMarks(&b, []StormRun{
+		{Setting: "s", Phase: "provision", Sidecar: "Stowage", Seconds: 4.3, Marks: []StormMark{{"last PV write", 1.2}, {"binder's last write", 4.25}}},
+		{Setting: "s", Phase: "delete", Sidecar: "Stowage", Seconds: 3},
+	})
+	if want := "s, provision, Stowage: last PV write at 1.2 s, binder's last write at 4.2 s, of 4.3 s\n"; b.String() != want {
+		t.Errorf("WriteStormMarks = %q, want %q", b.String(), want)
 	}
 }
