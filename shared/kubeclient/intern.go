@@ -3,6 +3,7 @@ package kubeclient
 import (
 	"unique"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -67,4 +68,48 @@ func InternMeta(m *metav1.ObjectMeta) {
 		return v
 	})
 	InternAll(m.Finalizers)
+}
+
+// InternVolumeSpec interns what repeats across PersistentVolumes in spec: access modes, mount options, volume
+// mode, class, reclaim policy, the claim reference's kind, version and namespace, the CSI source's driver, fsType
+// and attributes, and the node affinity's keys, operators and values.
+func InternVolumeSpec(spec *v1.PersistentVolumeSpec) {
+	InternAll(spec.AccessModes)
+	InternAll(spec.MountOptions)
+	internPtr(spec.VolumeMode)
+	spec.StorageClassName = Intern(spec.StorageClassName)
+	spec.PersistentVolumeReclaimPolicy = Intern(spec.PersistentVolumeReclaimPolicy)
+	if ref := spec.ClaimRef; ref != nil {
+		ref.Kind, ref.APIVersion, ref.Namespace = Intern(ref.Kind), Intern(ref.APIVersion), Intern(ref.Namespace)
+	}
+	if src := spec.CSI; src != nil {
+		src.Driver, src.FSType = Intern(src.Driver), Intern(src.FSType)
+		src.VolumeAttributes = InternKeys(src.VolumeAttributes, func(_, v string) string { return Intern(v) })
+	}
+	if na := spec.NodeAffinity; na != nil && na.Required != nil {
+		for i := range na.Required.NodeSelectorTerms {
+			for j := range na.Required.NodeSelectorTerms[i].MatchExpressions {
+				e := &na.Required.NodeSelectorTerms[i].MatchExpressions[j]
+				e.Key, e.Operator = Intern(e.Key), Intern(e.Operator)
+				InternAll(e.Values)
+			}
+		}
+	}
+}
+
+// InternClaimSpec interns what repeats across claims in spec: access modes, class, volume mode, attributes class
+// and the resource names of the requests.
+func InternClaimSpec(spec *v1.PersistentVolumeClaimSpec) {
+	InternAll(spec.AccessModes)
+	internPtr(spec.StorageClassName)
+	internPtr(spec.VolumeMode)
+	internPtr(spec.VolumeAttributesClassName)
+	spec.Resources.Requests = InternKeys(spec.Resources.Requests, nil)
+}
+
+// internPtr interns the string p points to, if any.
+func internPtr[S ~string](p *S) {
+	if p != nil {
+		*p = Intern(*p)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -64,5 +65,39 @@ func TestInternKeepsEmptyAndNil(t *testing.T) {
 	}
 	if Intern("") != "" {
 		t.Error(`Intern("") is not ""`)
+	}
+}
+
+func TestInternVolumeAndClaimSpecsShareRepeatedStrings(t *testing.T) {
+	pv := func() *v1.PersistentVolumeSpec {
+		return &v1.PersistentVolumeSpec{
+			StorageClassName: fresh("gp3"),
+			PersistentVolumeSource: v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{
+				Driver: fresh("ebs.csi.aws.com"), VolumeHandle: fresh("vol-1"),
+			}},
+			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{NodeSelectorTerms: []v1.NodeSelectorTerm{{
+				MatchExpressions: []v1.NodeSelectorRequirement{{Key: fresh("topology.kubernetes.io/zone"), Values: []string{fresh("us-east-1a")}}},
+			}}}},
+		}
+	}
+	a, b := pv(), pv()
+	InternVolumeSpec(a)
+	InternVolumeSpec(b)
+	if a.CSI.VolumeHandle != "vol-1" || a.StorageClassName != "gp3" {
+		t.Fatalf("InternVolumeSpec changed values: %+v", a)
+	}
+	ea, eb := a.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0], b.NodeAffinity.Required.NodeSelectorTerms[0].MatchExpressions[0]
+	if !same(a.CSI.Driver, b.CSI.Driver) || !same(a.StorageClassName, b.StorageClassName) || !same(ea.Key, eb.Key) || !same(ea.Values[0], eb.Values[0]) {
+		t.Error("driver, class or node affinity of two PV specs not shared")
+	}
+	class := func() *v1.PersistentVolumeClaimSpec {
+		c := fresh("gp3")
+		return &v1.PersistentVolumeClaimSpec{StorageClassName: &c}
+	}
+	ca, cb := class(), class()
+	InternClaimSpec(ca)
+	InternClaimSpec(cb)
+	if *ca.StorageClassName != "gp3" || !same(*ca.StorageClassName, *cb.StorageClassName) {
+		t.Errorf("class of two claim specs: %q, shared %v; want gp3, shared", *ca.StorageClassName, same(*ca.StorageClassName, *cb.StorageClassName))
 	}
 }

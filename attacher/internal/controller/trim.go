@@ -24,7 +24,6 @@ func trimVolume(driver string) cache.TransformFunc {
 		pv.Labels, pv.Annotations, pv.OwnerReferences = nil, nil, nil
 		pv.Status = v1.PersistentVolumeStatus{}
 		kubeclient.InternAll(pv.Finalizers)
-		defer internVolumeSpec(&pv.Spec)
 		switch src := pv.Spec.CSI; {
 		case src == nil:
 			pv.Spec.Capacity = nil
@@ -40,20 +39,8 @@ func trimVolume(driver string) cache.TransformFunc {
 				MountOptions:           pv.Spec.MountOptions,
 			}
 		}
+		kubeclient.InternVolumeSpec(&pv.Spec)
 		return pv, nil
-	}
-}
-
-// internVolumeSpec shares the strings of a cached PV's spec that repeat across volumes.
-func internVolumeSpec(spec *v1.PersistentVolumeSpec) {
-	kubeclient.InternAll(spec.AccessModes)
-	kubeclient.InternAll(spec.MountOptions)
-	if spec.VolumeMode != nil {
-		*spec.VolumeMode = kubeclient.Intern(*spec.VolumeMode)
-	}
-	if src := spec.CSI; src != nil {
-		src.Driver, src.FSType = kubeclient.Intern(src.Driver), kubeclient.Intern(src.FSType)
-		src.VolumeAttributes = kubeclient.InternKeys(src.VolumeAttributes, func(_, v string) string { return kubeclient.Intern(v) })
 	}
 }
 

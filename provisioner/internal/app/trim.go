@@ -19,14 +19,9 @@ func trimClaim(o any) (any, error) {
 		return o, nil
 	}
 	claim.ManagedFields = nil
-	claim.Status = v1.PersistentVolumeClaimStatus{Phase: claimPhase(claim.Status.Phase)}
+	claim.Status = v1.PersistentVolumeClaimStatus{Phase: kubeclient.Intern(claim.Status.Phase)}
 	kubeclient.InternMeta(&claim.ObjectMeta)
-	spec := &claim.Spec
-	kubeclient.InternAll(spec.AccessModes)
-	internPtr(spec.StorageClassName)
-	internPtr(spec.VolumeMode)
-	internPtr(spec.VolumeAttributesClassName)
-	spec.Resources.Requests = kubeclient.InternKeys(spec.Resources.Requests, nil)
+	kubeclient.InternClaimSpec(&claim.Spec)
 	return claim, nil
 }
 
@@ -39,56 +34,8 @@ func trimVolume(o any) (any, error) {
 	}
 	pv.ManagedFields = nil
 	pv.Spec.Capacity = nil
-	pv.Status = v1.PersistentVolumeStatus{Phase: volumePhase(pv.Status.Phase)}
+	pv.Status = v1.PersistentVolumeStatus{Phase: kubeclient.Intern(pv.Status.Phase)}
 	kubeclient.InternMeta(&pv.ObjectMeta)
-	spec := &pv.Spec
-	kubeclient.InternAll(spec.AccessModes)
-	kubeclient.InternAll(spec.MountOptions)
-	spec.StorageClassName = kubeclient.Intern(spec.StorageClassName)
-	spec.PersistentVolumeReclaimPolicy = kubeclient.Intern(spec.PersistentVolumeReclaimPolicy)
-	internPtr(spec.VolumeMode)
-	if ref := spec.ClaimRef; ref != nil {
-		ref.Kind, ref.APIVersion, ref.Namespace = kubeclient.Intern(ref.Kind), kubeclient.Intern(ref.APIVersion), kubeclient.Intern(ref.Namespace)
-	}
-	if src := spec.CSI; src != nil {
-		src.Driver, src.FSType = kubeclient.Intern(src.Driver), kubeclient.Intern(src.FSType)
-		src.VolumeAttributes = kubeclient.InternKeys(src.VolumeAttributes, func(_, v string) string { return kubeclient.Intern(v) })
-	}
-	if na := spec.NodeAffinity; na != nil && na.Required != nil {
-		for i := range na.Required.NodeSelectorTerms {
-			for j := range na.Required.NodeSelectorTerms[i].MatchExpressions {
-				e := &na.Required.NodeSelectorTerms[i].MatchExpressions[j]
-				e.Key, e.Operator = kubeclient.Intern(e.Key), kubeclient.Intern(e.Operator)
-				kubeclient.InternAll(e.Values)
-			}
-		}
-	}
+	kubeclient.InternVolumeSpec(&pv.Spec)
 	return pv, nil
-}
-
-// internPtr interns the string p points to, if any.
-func internPtr[S ~string](p *S) {
-	if p != nil {
-		*p = kubeclient.Intern(*p)
-	}
-}
-
-// claimPhase and volumePhase return the constant for a known phase, so that thousands of cached objects
-// share one string instead of each holding the copy it was decoded into.
-func claimPhase(p v1.PersistentVolumeClaimPhase) v1.PersistentVolumeClaimPhase {
-	for _, known := range []v1.PersistentVolumeClaimPhase{v1.ClaimPending, v1.ClaimBound, v1.ClaimLost} {
-		if p == known {
-			return known
-		}
-	}
-	return p
-}
-
-func volumePhase(p v1.PersistentVolumePhase) v1.PersistentVolumePhase {
-	for _, known := range []v1.PersistentVolumePhase{v1.VolumePending, v1.VolumeAvailable, v1.VolumeBound, v1.VolumeReleased, v1.VolumeFailed} {
-		if p == known {
-			return known
-		}
-	}
-	return p
 }

@@ -70,10 +70,18 @@ func TestTrimVolumeKeepsAllButCapacityAndStatus(t *testing.T) {
 }
 
 func TestUnknownPhasesAreKept(t *testing.T) {
-	if got := claimPhase("Resizing"); got != "Resizing" {
-		t.Errorf("claimPhase(Resizing) = %q", got)
+	claim, err := trimClaim(&v1.PersistentVolumeClaim{Status: v1.PersistentVolumeClaimStatus{Phase: "Resizing"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := volumePhase("Custom"); got != "Custom" {
-		t.Errorf("volumePhase(Custom) = %q", got)
+	if got := claim.(*v1.PersistentVolumeClaim).Status.Phase; got != "Resizing" {
+		t.Errorf("claim phase = %q, want Resizing", got)
+	}
+	pv, err := trimVolume(&v1.PersistentVolume{Status: v1.PersistentVolumeStatus{Phase: "Custom"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pv.(*v1.PersistentVolume).Status.Phase; got != "Custom" {
+		t.Errorf("PV phase = %q, want Custom", got)
 	}
 }
