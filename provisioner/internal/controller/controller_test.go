@@ -74,21 +74,30 @@ func (r *recorder) count(m map[string]int, k string) int {
 	return m[k]
 }
 
-// start runs a Controller over informers of kube with r until the test ends; wrap, if set, wraps the claim queue.
-func start(t *testing.T, r *recorder, kube *fake.Clientset, wrap func(workqueue.Queue[string]) workqueue.Queue[string]) {
+// newQueues returns the controller's three queues with the given per-item backoff, shut down when the test ends
+// (shutting down a queue twice is harmless, so a Controller that did it already is fine).
+func newQueues(t *testing.T, retryStart, retryMax time.Duration) Queues {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(kube, 0)
 	qm, err := workqueue.NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var q Queues
 	for name, p := range map[string]*workqueue.Queue[string]{"claims": &q.Claims, "volumes": &q.Volumes, "clone-sources": &q.CloneSources} {
-		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: 5 * time.Millisecond, RetryIntervalMax: 20 * time.Millisecond}); err != nil {
+		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: retryStart, RetryIntervalMax: retryMax}); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup((*p).ShutDown)
 	}
+	return q
+}
+
+// start runs a Controller over informers of kube with r until the test ends; wrap, if set, wraps the claim queue.
+func start(t *testing.T, r *recorder, kube *fake.Clientset, wrap func(workqueue.Queue[string]) workqueue.Queue[string]) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(kube, 0)
+	q := newQueues(t, 5*time.Millisecond, 20*time.Millisecond)
 	if wrap != nil {
 		q.Claims = wrap(q.Claims)
 	}

@@ -6,13 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
-	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
 // A claim whose sync failed while the driver was away waits an hour of backoff here; DriverBack, the driver's
@@ -23,16 +21,7 @@ func TestDriverBackRetriesFailedClaims(t *testing.T) {
 	kube := fake.NewClientset(testutil.Claim("ns", "data", "uid-1", "fast", "1Gi"))
 	ctx, cancel := context.WithCancel(context.Background())
 	factory := informers.NewSharedInformerFactory(kube, 0)
-	qm, err := workqueue.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var q Queues
-	for name, p := range map[string]*workqueue.Queue[string]{"claims": &q.Claims, "volumes": &q.Volumes, "clone-sources": &q.CloneSources} {
-		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Hour, RetryIntervalMax: time.Hour}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	q := newQueues(t, time.Hour, time.Hour)
 	c, err := New(Config{Workers: 2, CloneWorkers: 1, SlowRetry: time.Hour}, r, Informers{
 		Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: factory.Core().V1().PersistentVolumes().Informer(),

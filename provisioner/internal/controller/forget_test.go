@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -103,17 +102,7 @@ func newRaceRig(t *testing.T, objs ...runtime.Object) (*raceRig, *Controller) {
 		Attachments: factory.Storage().V1().VolumeAttachments().Lister(),
 	})
 	r.s = &hooked{Provisioner: p}
-	qm, err := workqueue.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var q Queues
-	for name, p := range map[string]*workqueue.Queue[string]{"claims": &q.Claims, "volumes": &q.Volumes, "clone-sources": &q.CloneSources} {
-		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup((*p).ShutDown)
-	}
+	q := newQueues(t, time.Millisecond, time.Millisecond)
 	c, err := New(Config{Workers: 1, CloneWorkers: 1, SlowRetry: time.Hour}, r.s, inf, q)
 	if err != nil {
 		t.Fatal(err)

@@ -4,14 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/testutil"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
-	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
 // Claims and PVs of ours that the Syncer reports settled are not queued on add or update; the others are, and
@@ -20,17 +18,7 @@ func TestSettledNotQueued(t *testing.T) {
 	r := newRecorder()
 	r.settled = map[string]bool{"settled": true}
 	factory := informers.NewSharedInformerFactory(sharedtestutil.NewClientset(), 0)
-	qm, err := workqueue.NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var q Queues
-	for name, p := range map[string]*workqueue.Queue[string]{"claims": &q.Claims, "volumes": &q.Volumes, "clone-sources": &q.CloneSources} {
-		if *p, err = workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		defer (*p).ShutDown()
-	}
+	q := newQueues(t, time.Millisecond, time.Second)
 	c, err := New(Config{Workers: 1, CloneWorkers: 1}, r, Informers{
 		Claims:  factory.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes: factory.Core().V1().PersistentVolumes().Informer(),
