@@ -19,7 +19,7 @@ func TestIssuedCertificatesVerifyAgainstTheCA(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
 
-	serving, err := ca.issue(servingSpec())
+	serving, err := ca.issue(servingSpec(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestKeyPairPEMLoadsAsTLSCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := ca.issue(servingSpec())
+	serving, err := ca.issue(servingSpec(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,11 @@ type Options struct {
 	// Scheduler also starts kube-scheduler (built on first use), for tests whose Pods are placed by it rather
 	// than created with spec.nodeName: WaitForFirstConsumer claims of generic ephemeral volumes need it.
 	Scheduler bool
+	// NodeAddress, when set, readies the API server for real nodes (e2e/node) whose Pods reach it from their
+	// own network at this address: it listens on every address instead of loopback only, advertises this one
+	// as the endpoint of the kubernetes Service, its serving certificate names it and the Service's names,
+	// and it reaches the kubelets for logs and exec with the admin certificate.
+	NodeAddress net.IP
 }
 
 // Cluster is a running control plane: etcd, kube-apiserver and kube-controller-manager.
@@ -101,7 +107,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
-	if c.certs, err = writePKI(filepath.Join(c.dir, "pki")); err != nil {
+	if c.certs, err = writePKI(filepath.Join(c.dir, "pki"), opts.NodeAddress); err != nil {
 		return nil, err
 	}
 
@@ -111,7 +117,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		return nil, err
 	}
 	c.track(etcd)
-	apiserver, cfg, err := startAPIServer(ctx, bins.apiserver, c.dir, logDir, etcdURL, c.certs, opts.APIServerArgs)
+	apiserverArgs := opts.APIServerArgs
+	if opts.NodeAddress != nil {
+		apiserverArgs = append(nodeFacingArgs(opts.NodeAddress, c.certs), apiserverArgs...)
+	}
+	apiserver, cfg, err := startAPIServer(ctx, bins.apiserver, c.dir, logDir, etcdURL, c.certs, apiserverArgs)
 	if err != nil {
 		return nil, err
 	}

@@ -24,22 +24,30 @@ type pki struct {
 	scheduler         *keyPair
 
 	caCert, caKey             string
+	adminCert, adminKey       string
 	servingCert, servingKey   string
 	saPrivateKey, saPublicKey string
 }
 
-// servingSpec is the serving certificate of every control-plane component: all listen on loopback only.
-func servingSpec() certSpec {
-	return certSpec{
+// servingSpec is the serving certificate of every control-plane component. They listen on loopback; with a
+// node address the API server is also reached there and, from Pods, as the kubernetes Service.
+func servingSpec(nodeAddress net.IP) certSpec {
+	spec := certSpec{
 		commonName: "stowage-control-plane",
 		dnsNames:   []string{"localhost"},
 		ips:        []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		usages:     []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
+	if nodeAddress != nil {
+		spec.ips = append(spec.ips, nodeAddress, kubernetesServiceIP)
+		spec.dnsNames = append(spec.dnsNames, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+			"kubernetes.default.svc.cluster.local")
+	}
+	return spec
 }
 
 // writePKI creates a fresh CA, the serving and client certificates and the service-account signing key.
-func writePKI(dir string) (*pki, error) {
+func writePKI(dir string, nodeAddress net.IP) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create pki dir: %w", err)
 	}
@@ -47,7 +55,7 @@ func writePKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	serving, err := ca.issue(servingSpec())
+	serving, err := ca.issue(servingSpec(nodeAddress))
 	if err != nil {
 		return nil, err
 	}
@@ -73,11 +81,13 @@ func writePKI(dir string) (*pki, error) {
 		ca: ca, admin: admin, controllerManager: kcm, scheduler: scheduler,
 		caCert: filepath.Join(dir, "ca.crt"), caKey: filepath.Join(dir, "ca.key"),
 		servingCert: filepath.Join(dir, "serving.crt"), servingKey: filepath.Join(dir, "serving.key"),
+		adminCert: filepath.Join(dir, "admin.crt"), adminKey: filepath.Join(dir, "admin.key"),
 		saPrivateKey: filepath.Join(dir, "sa.key"), saPublicKey: filepath.Join(dir, "sa.pub"),
 	}
 	files := map[string][]byte{
 		p.caCert: ca.certPEM, p.caKey: ca.keyPEM,
 		p.servingCert: serving.certPEM, p.servingKey: serving.keyPEM,
+		p.adminCert: admin.certPEM, p.adminKey: admin.keyPEM,
 		p.saPrivateKey: saPriv, p.saPublicKey: saPub,
 	}
 	for path, data := range files {

@@ -61,6 +61,44 @@ func KubeScheduler() Module {
 	}
 }
 
+// Kubelet is the kubelet and kube-proxy of the rig's real nodes, from the same module, version and version
+// stamp as Kube (the node reports the control plane's version, as in a cluster installed from one release).
+func Kubelet() Module {
+	return Module{
+		Dir: "kube", Name: kubeName, Requires: "k8s.io/kubernetes", LDFlags: kubeVersionStamp,
+		Binaries: map[string]string{
+			"kubelet":    "k8s.io/kubernetes/cmd/kubelet",
+			"kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+		},
+	}
+}
+
+// Containerd is the real nodes' container runtime: containerd v2, its runc shim and ctr (which imports the
+// images the rig assembles). runc itself is Debian's: upstream's needs cgo and libseccomp.
+func Containerd() Module {
+	return Module{
+		Dir: "containerd", Name: "containerd", Requires: "github.com/containerd/containerd/v2",
+		Binaries: map[string]string{
+			"containerd":              "github.com/containerd/containerd/v2/cmd/containerd",
+			"containerd-shim-runc-v2": "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+			"ctr":                     "github.com/containerd/containerd/v2/cmd/ctr",
+		},
+	}
+}
+
+// CNIPlugins are the CNI plugins that give the real nodes' Pods their network. The kubelet's runtime looks
+// them up by their plugin type, so the binaries keep those names.
+func CNIPlugins() Module {
+	return Module{
+		Dir: "cni", Name: "cni-plugins", Requires: "github.com/containernetworking/plugins",
+		Binaries: map[string]string{
+			"bridge":     "github.com/containernetworking/plugins/plugins/main/bridge",
+			"loopback":   "github.com/containernetworking/plugins/plugins/main/loopback",
+			"host-local": "github.com/containernetworking/plugins/plugins/ipam/host-local",
+		},
+	}
+}
+
 // kubeName names the cache folder of the version-stamped kube binaries (the unstamped ones were cached as
 // "kubernetes-<version>" and are not reused).
 const kubeName = "kubernetes-stamped"
@@ -98,6 +136,11 @@ func CSIProvisioner() Module {
 		Dir: "external-provisioner", Name: "external-provisioner", Requires: "github.com/kubernetes-csi/external-provisioner/v6",
 		Binaries: map[string]string{"csi-provisioner": "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner"},
 	}
+}
+
+// Helm is Helm's command line, which installs Stowage's charts on the real nodes as users do.
+func Helm() Module {
+	return Module{Dir: "helm", Name: "helm", Requires: "helm.sh/helm/v3", Binaries: map[string]string{"helm": "helm.sh/helm/v3/cmd/helm"}}
 }
 
 // CacheDir is $STOWAGE_CACHE_DIR, else <repo root>/.cache.

@@ -21,7 +21,8 @@ func TestModulesPinReleasesAndImportTheirBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []Module{Etcd(), Kube(), KubeScheduler(), Versitygw(), CSIAttacher(), CSIProvisioner(), ExternalSnapshotter()} {
+	for _, m := range []Module{Etcd(), Kube(), KubeScheduler(), Kubelet(), Containerd(), CNIPlugins(), Helm(), Versitygw(), CSIAttacher(),
+		CSIProvisioner(), ExternalSnapshotter()} {
 		v, err := Version(root, m)
 		if err != nil {
 			t.Errorf("%s: %v", m.Name, err)
