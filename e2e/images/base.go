@@ -159,7 +159,9 @@ func (s *Spec) addBase(ctx context.Context, b *builder) error {
 	case BaseDebian:
 		steps = append(steps,
 			func() error { return b.hostFile(hostBusybox, hostBusybox, 0o755) },
-			func() error { return b.symlink("/usr/bin/sh", "busybox") })
+			func() error { return b.symlink("/usr/bin/sh", "busybox") },
+			// As Debian's: e2fsprogs reads it to tell whether a device is mounted.
+			func() error { return b.symlink("/etc/mtab", "../proc/self/mounts") })
 	case BaseBusybox:
 		steps = append(steps, func() error { return addBusybox(ctx, b) })
 	}

@@ -20,16 +20,17 @@ func main() {
 		fmt.Println("pause (stowage rig)")
 		return
 	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	// Logged once the handlers are set, so whoever waits for this line can signal without racing them.
 	if os.Getpid() != 1 {
 		klog.Warning("pause should be the first process")
 	}
-	run()
+	run(sigs)
 }
 
 // run waits for signals: SIGCHLD reaps every exited child, SIGINT and SIGTERM end the process.
-func run() {
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+func run(sigs <-chan os.Signal) {
 	for sig := range sigs {
 		if sig == syscall.SIGCHLD {
 			reap()
