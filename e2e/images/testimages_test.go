@@ -1,0 +1,63 @@
+package images
+
+import (
+	"archive/tar"
+	"bufio"
+	"context"
+	"io"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestTestImagesBuildPauseAndBusybox builds the real pause and checks both archives, every busybox name,
+// the applet links and that pause exits 0 on SIGTERM as the real one does.
+func TestTestImagesBuildPauseAndBusybox(t *testing.T) {
+	cache := t.TempDir()
+	as, err := TestImages(context.Background(), TestOptions{CacheDir: cache, RepoRoot: repoRoot(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pause, busybox := archiveNamed(t, as, "pause"), archiveNamed(t, as, "busybox")
+	if len(pause.Refs) != 1 || pause.Refs[0] != PauseImage || len(busybox.Refs) != len(BusyboxImages) {
+		t.Errorf("refs: pause %q, busybox %q", pause.Refs, busybox.Refs)
+	}
+	for _, a := range as {
+		if err := a.Check(); err != nil {
+			t.Error(err)
+		}
+	}
+	fsys := readArchive(t, busybox)
+	for _, applet := range []string{"ls", "cat", "mount", "sleep", "sh"} {
+		if n := fsys.get("/bin/" + applet); n == nil || n.typ != tar.TypeSymlink || n.target != "busybox" {
+			t.Errorf("/bin/%s: %+v, want a link to busybox", applet, n)
+		}
+	}
+
+	bin := cache + "/images/bin/pause"
+	if dynamicELF(bin) {
+		t.Errorf("%s is dynamically linked", bin)
+	}
+	cmd := exec.Command(bin)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// pause logs its PID-1 warning once its signal handlers are set: wait for that line, not for a time.
+	r := bufio.NewReader(stderr)
+	first, err := r.ReadString('\n')
+	if !strings.Contains(first, "first process") {
+		t.Fatalf("pause's first line %q (%v), want its PID-1 warning", first, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(r)
+	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "Shutting down") {
+		t.Errorf("pause on SIGTERM: %v, want exit 0 and a shutdown line; stderr: %s", err, rest)
+	}
+}
