@@ -348,7 +348,6 @@ func tail(path string, lines int) string {
 	return strings.Join(all, "\n")
 }
 
-
 // StateDir is the node's directory on the host (certificates, configs, the kubelet's root, logs); Stop
 // removes it.
 func (n *Node) StateDir() string { return n.layout.state }
