@@ -23,6 +23,10 @@ import (
 // Config configures an emulator.
 type Config struct {
 	Listen        string // "127.0.0.1:0" when empty
+	// IMDSListen, when set, also serves every instance's IMDS at this one address, answering each caller as
+	// the instance whose Callers hold its address (real nodes share one endpoint, as instances share
+	// 169.254.169.254). Each instance keeps its own loopback endpoint too (IMDSURL).
+	IMDSListen string
 	DataDir       string // state + volume files; required
 	Region        string // default "us-east-1"
 	Zones         []string
@@ -49,6 +53,9 @@ type Instance struct {
 	ID, Zone, Type string
 	// Local marks the instance as this machine: attaching a volume to it creates a loop device.
 	Local bool
+	// Callers are the addresses the shared IMDS endpoint (Config.IMDSListen) answers as this instance: a real
+	// node's Pod range, so a node plugin Pod learns its own instance as it would from 169.254.169.254.
+	Callers *net.IPNet
 }
 
 // Credentials are the static AWS credentials requests must be signed with.
@@ -77,6 +84,9 @@ type Server struct {
 	ln      net.Listener
 	httpSrv *http.Server
 	imds    map[string]*imdsServer
+	// sharedIMDS serves Config.IMDSListen; nil without it.
+	sharedIMDS    *http.Server
+	sharedIMDSURL string
 
 	// clock times every transition (time.Now outside tests).
 	clock func() time.Time
@@ -242,6 +252,11 @@ func (s *Server) serve(ctx context.Context) error {
 		}
 		s.imds[in.ID] = im
 	}
+	if s.cfg.IMDSListen != "" {
+		if err := s.startSharedIMDS(); err != nil {
+			return err
+		}
+	}
 	s.wg.Add(1)
 	go s.tick(ctx)
 	return nil
@@ -287,6 +302,9 @@ func (s *Server) Close() error {
 		}
 		for _, im := range s.imds {
 			im.close()
+		}
+		if s.sharedIMDS != nil {
+			closeHTTP(s.sharedIMDS)
 		}
 		s.wg.Wait()
 		s.mu.Lock()
