@@ -22,11 +22,11 @@ import (
 
 // Config configures an emulator.
 type Config struct {
-	Listen        string // "127.0.0.1:0" when empty
+	Listen string // "127.0.0.1:0" when empty
 	// IMDSListen, when set, also serves every instance's IMDS at this one address, answering each caller as
 	// the instance whose Callers hold its address (real nodes share one endpoint, as instances share
 	// 169.254.169.254). Each instance keeps its own loopback endpoint too (IMDSURL).
-	IMDSListen string
+	IMDSListen    string
 	DataDir       string // state + volume files; required
 	Region        string // default "us-east-1"
 	Zones         []string
