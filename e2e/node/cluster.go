@@ -17,6 +17,9 @@ import (
 type Spec struct {
 	Name, Zone string
 	Labels     map[string]string
+	// Taints the kubelet registers the node with, as key=value:Effect or key:Effect (--register-with-taints):
+	// a CSI driver's startup taint, for example.
+	Taints []string
 }
 
 // ClusterOptions describe a control plane with real nodes.
@@ -66,7 +69,7 @@ func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err err
 	for i, spec := range opts.Nodes {
 		wg.Go(func() {
 			c.Nodes[i], errs[i] = Start(ctx, Options{
-				Name: spec.Name, Zone: spec.Zone, Labels: spec.Labels, Index: i,
+				Name: spec.Name, Zone: spec.Zone, Labels: spec.Labels, Taints: spec.Taints, Index: i,
 				Cluster: c.Cluster, Network: c.Network, Images: opts.Images,
 			})
 		})

@@ -45,6 +45,8 @@ type Options struct {
 	Network *Network
 	// Labels are added to the node's own labels (the kubelet registers them).
 	Labels map[string]string
+	// Taints the kubelet registers the node with (see Spec.Taints).
+	Taints []string
 	// Images are image archives (docker-archive tarballs) imported into the node's containerd before Start
 	// returns. The pause image must be among them: there is no registry to pull it from.
 	Images []string
@@ -177,6 +179,9 @@ func (n *Node) start(opts Options, bins nodeBinaries) (*rig.Process, error) {
 	}
 	if len(labels) > 0 {
 		kubeletArgs = append(kubeletArgs, "--node-labels="+strings.Join(labels, ","))
+	}
+	if len(opts.Taints) > 0 {
+		kubeletArgs = append(kubeletArgs, "--register-with-taints="+strings.Join(opts.Taints, ","))
 	}
 	args := append([]string{"--pid", "--fork", "--mount", "--propagation", "unchanged", "--mount-proc", "/bin/sh", script},
 		kubeletArgs...)
