@@ -157,6 +157,8 @@ func TestImagesHoldUpstreamPaths(t *testing.T) {
 		{"s3-node", "/bin/aws-s3-csi-driver", "s3-node"},
 		{"s3-mounter", "/bin/aws-s3-csi-mounter", "s3-mounter"},  // s3-controller's --mountpoint-container-command
 		{"s3-mounter", "/mountpoint-s3/bin/mount-s3", "s3-fuse"}, // s3-mounter's --mountpoint-bin-dir
+		{"csi-node-driver-registrar", "/csi-node-driver-registrar", "csi-node-driver-registrar"}, // the exec probe
+		{"livenessprobe", "/livenessprobe", "livenessprobe"},
 	} {
 		if got := d.Files(c.image)[c.path]; got != "build:/out/"+c.binary {
 			t.Errorf("image %s: %s holds %q, want %s", c.image, c.path, got, c.binary)
