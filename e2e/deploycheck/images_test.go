@@ -155,8 +155,8 @@ func TestImagesHoldUpstreamPaths(t *testing.T) {
 		{"ebs-plugin", "/bin/aws-ebs-csi-driver", "ebs-plugin"}, // the node pod's preStop hook
 		{"s3-controller", "/bin/aws-s3-csi-controller", "s3-controller"},
 		{"s3-node", "/bin/aws-s3-csi-driver", "s3-node"},
-		{"s3-mounter", "/bin/aws-s3-csi-mounter", "s3-mounter"},  // s3-controller's --mountpoint-container-command
-		{"s3-mounter", "/mountpoint-s3/bin/mount-s3", "s3-fuse"}, // s3-mounter's --mountpoint-bin-dir
+		{"s3-mounter", "/bin/aws-s3-csi-mounter", "s3-mounter"},                                  // s3-controller's --mountpoint-container-command
+		{"s3-mounter", "/mountpoint-s3/bin/mount-s3", "s3-fuse"},                                 // s3-mounter's --mountpoint-bin-dir
 		{"csi-node-driver-registrar", "/csi-node-driver-registrar", "csi-node-driver-registrar"}, // the exec probe
 		{"livenessprobe", "/livenessprobe", "livenessprobe"},
 	} {
