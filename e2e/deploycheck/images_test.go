@@ -152,13 +152,13 @@ func TestImagesHoldUpstreamPaths(t *testing.T) {
 		{"csi-resizer", "/csi-resizer", "csi-resizer"},
 		{"csi-snapshotter", "/csi-snapshotter", "csi-snapshotter"},
 		{"snapshot-controller", "/snapshot-controller", "snapshot-controller"},
+		{"csi-node-driver-registrar", "/csi-node-driver-registrar", "csi-node-driver-registrar"},
+		{"livenessprobe", "/livenessprobe", "livenessprobe"},
 		{"ebs-plugin", "/bin/aws-ebs-csi-driver", "ebs-plugin"}, // the node pod's preStop hook
 		{"s3-controller", "/bin/aws-s3-csi-controller", "s3-controller"},
 		{"s3-node", "/bin/aws-s3-csi-driver", "s3-node"},
-		{"s3-mounter", "/bin/aws-s3-csi-mounter", "s3-mounter"},                                  // s3-controller's --mountpoint-container-command
-		{"s3-mounter", "/mountpoint-s3/bin/mount-s3", "s3-fuse"},                                 // s3-mounter's --mountpoint-bin-dir
-		{"csi-node-driver-registrar", "/csi-node-driver-registrar", "csi-node-driver-registrar"}, // the exec probe
-		{"livenessprobe", "/livenessprobe", "livenessprobe"},
+		{"s3-mounter", "/bin/aws-s3-csi-mounter", "s3-mounter"},  // s3-controller's --mountpoint-container-command
+		{"s3-mounter", "/mountpoint-s3/bin/mount-s3", "s3-fuse"}, // s3-mounter's --mountpoint-bin-dir
 	} {
 		if got := d.Files(c.image)[c.path]; got != "build:/out/"+c.binary {
 			t.Errorf("image %s: %s holds %q, want %s", c.image, c.path, got, c.binary)
