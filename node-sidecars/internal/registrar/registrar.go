@@ -37,6 +37,8 @@ type Registrar struct {
 	created os.FileInfo
 	grpc    *grpc.Server
 	http    *httpserver.Server
+	// served is set once Serve runs; Close releases the HTTP endpoint itself only if it never did.
+	served bool
 }
 
 // Run registers the driver with the kubelet and serves until ctx ends (nil: a graceful stop, with the
@@ -133,6 +135,7 @@ func (r *Registrar) HTTP() *httpserver.Server { return r.http }
 // Serve answers the kubelet on the registration socket and serves /healthz until ctx ends or the kubelet
 // reports a failed registration. Either way the registration socket is removed before it returns.
 func (r *Registrar) Serve(ctx context.Context) error {
+	r.served = true
 	logger := klog.FromContext(ctx).WithValues("driver", r.driver, "socket", r.socket)
 	ctx = klog.NewContext(ctx, logger)
 	defer r.Close(ctx)
@@ -192,6 +195,12 @@ func (r *Registrar) Close(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if r.grpc != nil {
 		r.grpc.Stop()
+	}
+	if r.http != nil && !r.served {
+		// httpserver closes its listener only when a Serve ends: serve with a context that has already ended.
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = r.http.Serve(stopped)
 	}
 	_ = r.listener.Close()
 	now, err := os.Lstat(r.socket)
