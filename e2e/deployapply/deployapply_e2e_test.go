@@ -145,14 +145,16 @@ func TestE2EDeployApply(t *testing.T) {
 // binaries maps each Stowage image to the module and command it ships (deploy/images/images.tsv and the
 // Dockerfile; e2e/deploycheck checks those agree).
 var binaries = map[string][2]string{
-	"csi-attacher":        {"attacher", "csi-attacher"},
-	"csi-provisioner":     {"provisioner", "csi-provisioner"},
-	"csi-resizer":         {"resizer", "csi-resizer"},
-	"csi-snapshotter":     {"snapshotter", "csi-snapshotter"},
-	"snapshot-controller": {"snapshotter", "snapshot-controller"},
-	"ebs-plugin":          {"ebs-plugin", "ebs-plugin"},
-	"s3-controller":       {"s3-controller", "s3-controller"},
-	"s3-node":             {"s3-node", "s3-node"},
+	"csi-attacher":              {"attacher", "csi-attacher"},
+	"csi-provisioner":           {"provisioner", "csi-provisioner"},
+	"csi-resizer":               {"resizer", "csi-resizer"},
+	"csi-snapshotter":           {"snapshotter", "csi-snapshotter"},
+	"snapshot-controller":       {"snapshotter", "snapshot-controller"},
+	"ebs-plugin":                {"ebs-plugin", "ebs-plugin"},
+	"s3-controller":             {"s3-controller", "s3-controller"},
+	"s3-node":                   {"s3-node", "s3-node"},
+	"csi-node-driver-registrar": {"node-sidecars", "csi-node-driver-registrar"},
+	"livenessprobe":             {"node-sidecars", "livenessprobe"},
 }
 
 // TestE2EDeployFlagsAccepted starts every Stowage binary the renders run with exactly its container's args

@@ -69,6 +69,9 @@ var ebsSlots = map[string]string{
 	"csi-attacher":    "sidecars.attacher.image",
 	"csi-resizer":     "sidecars.resizer.image",
 	"csi-snapshotter": "sidecars.snapshotter.image",
+	// The controller and the node pods' livenessprobe share one slot.
+	"liveness-probe":        "sidecars.livenessProbe.image",
+	"node-driver-registrar": "sidecars.nodeDriverRegistrar.image",
 }
 
 // TestHelmEBS renders stowage-ebs with its default values, with each container switched to upstream's
@@ -174,6 +177,8 @@ func TestHelmS3(t *testing.T) {
 		{"upstream-s3-plugin", set("image.upstream", true)},
 		{"upstream-s3-csi-controller", set("controller.image.upstream", true)},
 		{"upstream-mountpoint", set("mountpointPod.image.upstream", true)},
+		{"upstream-node-driver-registrar", set("sidecars.nodeDriverRegistrar.image.upstream", true)},
+		{"upstream-liveness-probe", set("sidecars.livenessProbe.image.upstream", true)},
 		{"metrics", set("controller.enableMetrics", true, "controller.serviceMonitor.forceEnable", true, "controller.podDisruptionBudget.enabled", true)},
 		{"tolerate-all", set("node.tolerateAllTaints", true)},
 		{"provisioner", set("sidecars.provisioner.enabled", true)},

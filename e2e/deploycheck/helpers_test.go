@@ -12,14 +12,16 @@ import (
 // upstreamImages are upstream's images for each slot Stowage fills (the tags of upstream's manifests, see
 // shared/reference/upstream-manifests.md): what a user swaps in, one container at a time.
 var upstreamImages = map[string]string{
-	"csi-attacher":        "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
-	"csi-provisioner":     "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
-	"csi-resizer":         "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
-	"csi-snapshotter":     "registry.k8s.io/sig-storage/csi-snapshotter:v8.6.0",
-	"snapshot-controller": "registry.k8s.io/sig-storage/snapshot-controller:v8.6.0",
-	"ebs-plugin":          "public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.64.0",
-	"s3-controller":       "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v2.7.0",
-	"s3-node":             "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v2.7.0",
+	"csi-attacher":              "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
+	"csi-provisioner":           "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",
+	"csi-resizer":               "registry.k8s.io/sig-storage/csi-resizer:v2.2.1",
+	"csi-snapshotter":           "registry.k8s.io/sig-storage/csi-snapshotter:v8.6.0",
+	"snapshot-controller":       "registry.k8s.io/sig-storage/snapshot-controller:v8.6.0",
+	"ebs-plugin":                "public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.64.0",
+	"s3-controller":             "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v2.7.0",
+	"s3-node":                   "public.ecr.aws/mountpoint-s3-csi-driver/aws-mountpoint-s3-csi-driver:v2.7.0",
+	"csi-node-driver-registrar": "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.17.0",
+	"livenessprobe":             "registry.k8s.io/sig-storage/livenessprobe:v2.19.0",
 }
 
 // rbacFiles names, per container, the deploy/rbac file holding the RBAC its binary needs.

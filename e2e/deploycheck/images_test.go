@@ -152,6 +152,8 @@ func TestImagesHoldUpstreamPaths(t *testing.T) {
 		{"csi-resizer", "/csi-resizer", "csi-resizer"},
 		{"csi-snapshotter", "/csi-snapshotter", "csi-snapshotter"},
 		{"snapshot-controller", "/snapshot-controller", "snapshot-controller"},
+		{"csi-node-driver-registrar", "/csi-node-driver-registrar", "csi-node-driver-registrar"},
+		{"livenessprobe", "/livenessprobe", "livenessprobe"},
 		{"ebs-plugin", "/bin/aws-ebs-csi-driver", "ebs-plugin"}, // the node pod's preStop hook
 		{"s3-controller", "/bin/aws-s3-csi-controller", "s3-controller"},
 		{"s3-node", "/bin/aws-s3-csi-driver", "s3-node"},

@@ -45,7 +45,15 @@ type FakeCSIDriver struct {
 // StartFakeCSIDriver serves d on a socket in t.TempDir() and stops it when the test ends.
 func StartFakeCSIDriver(t testing.TB, d *FakeCSIDriver) *FakeCSIDriver {
 	t.Helper()
-	d.Address = filepath.Join(t.TempDir(), "csi.sock")
+	return StartFakeCSIDriverAt(t, d, filepath.Join(t.TempDir(), "csi.sock"))
+}
+
+// StartFakeCSIDriverAt serves d on the socket address, which must not exist, and stops it when the test ends.
+// A driver restarted at the address of one that was stopped is what a sidecar sees when the driver's
+// container restarts.
+func StartFakeCSIDriverAt(t testing.TB, d *FakeCSIDriver, address string) *FakeCSIDriver {
+	t.Helper()
+	d.Address = address
 	l, err := net.Listen("unix", d.Address)
 	if err != nil {
 		t.Fatalf("listening on %s: %v", d.Address, err)

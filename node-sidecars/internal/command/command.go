@@ -1,0 +1,106 @@
+// Package command runs a node sidecar (csi-node-driver-registrar, livenessprobe) as a process: the flags both
+// share with their upstream binaries (--version and component-base's logging flags), logging set-up, SIGTERM
+// as a graceful stop, and the exit status. The controller sidecars start from shared/sidecar instead; these two
+// talk to no API server, hold no lease and register none of the standard sidecar flags upstream's do not have.
+package command
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// Registers --logging-format=json, which upstream's node sidecars accept too.
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/signals"
+	"github.com/stowage-csi/stowage/shared/version"
+)
+
+// Exit statuses: 2 for a command line that does not parse (what Go's flag package exits with), 1 for a failure.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// Common holds the flags every node sidecar has.
+type Common struct {
+	ShowVersion bool
+	Logging     *logsapi.LoggingConfiguration
+}
+
+// Register adds --version and the logging flags (-v, --vmodule, --logging-format, --log-flush-frequency, ...)
+// to fs.
+func Register(fs *flag.FlagSet) *Common {
+	c := &Common{Logging: logsapi.NewLoggingConfiguration()}
+	fs.BoolVar(&c.ShowVersion, "version", false, "Show version.")
+	logsapi.AddGoFlags(c.Logging, fs)
+	return c
+}
+
+// Process is one run of a node sidecar's binary.
+type Process struct {
+	Binary string
+	// Flags is the binary's flag set, with Common's flags and its own registered.
+	Flags  *flag.FlagSet
+	Common *Common
+	// Validate checks the binary's own flags once parsed; each error names the flag at fault.
+	Validate func() error
+	// Run is the binary's work; it returns nil after a graceful stop.
+	Run    func(ctx context.Context) error
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Main parses args, sets up logging and runs p.Run until it returns or SIGTERM stops it, and returns the exit
+// status.
+func (p Process) Main(args []string) int {
+	p.Flags.SetOutput(p.Stderr)
+	if err := p.Flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		// The flag package already printed the error and the usage.
+		return ExitUsage
+	}
+	if p.Flags.NArg() > 0 {
+		fmt.Fprintf(p.Stderr, "%s: unexpected arguments %q\n", p.Binary, p.Flags.Args())
+		return ExitUsage
+	}
+	if p.Common.ShowVersion {
+		if err := version.Print(p.Stdout, p.Binary); err != nil {
+			return ExitFailure
+		}
+		return ExitOK
+	}
+	if err := p.Validate(); err != nil {
+		fmt.Fprintf(p.Stderr, "%s: invalid flags: %v\n", p.Binary, err)
+		return ExitUsage
+	}
+	// Upstream's node sidecars have no --feature-gates; the logging gates keep their defaults.
+	gates := featuregate.NewFeatureGate()
+	if err := logsapi.AddFeatureGates(gates); err != nil {
+		fmt.Fprintf(p.Stderr, "%s: %v\n", p.Binary, err)
+		return ExitFailure
+	}
+	if err := logsapi.ValidateAndApply(p.Common.Logging, gates); err != nil {
+		fmt.Fprintf(p.Stderr, "%s: setting up logging: %v\n", p.Binary, err)
+		return ExitUsage
+	}
+	logger := klog.Background().WithName(p.Binary)
+	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
+	err := p.Run(ctx)
+	stop()
+	if err != nil {
+		logger.Error(err, "Stopped on error")
+		klog.Flush()
+		return ExitFailure
+	}
+	klog.Flush()
+	return ExitOK
+}
