@@ -82,6 +82,7 @@ type Link struct {
 // Dockerfile is a Dockerfile parsed by BuildKit's own parser, with its global ARG defaults.
 type Dockerfile struct {
 	file     string // for messages
+	data     []byte
 	stages   []instructions.Stage
 	metaArgs map[string]string
 	escape   rune
@@ -109,7 +110,7 @@ func ParseDockerfile(file string, data []byte) (*Dockerfile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", file, err)
 	}
-	d := &Dockerfile{file: file, stages: stages, metaArgs: map[string]string{}, escape: res.EscapeToken}
+	d := &Dockerfile{file: file, data: data, stages: stages, metaArgs: map[string]string{}, escape: res.EscapeToken}
 	lex := shell.NewLex(d.escape)
 	for _, a := range metaArgs {
 		for _, kv := range a.Args {
@@ -146,7 +147,13 @@ func envGetter(m map[string]string) shell.EnvGetter {
 // Spec derives the image the stage target builds. It fails on any instruction the assembler cannot
 // reproduce, naming it, rather than assemble an image that differs from what a builder would make.
 func (d *Dockerfile) Spec(target string) (*Spec, error) {
-	return d.spec(target, nil)
+	// Expanding variables rewrites BuildKit's commands in place: each derivation starts from a fresh parse,
+	// so deriving twice, or a stage that is another's base, never expands a word twice.
+	fresh, err := ParseDockerfile(d.file, d.data)
+	if err != nil {
+		return nil, err
+	}
+	return fresh.spec(target, nil)
 }
 
 func (d *Dockerfile) spec(target string, chain []string) (*Spec, error) {

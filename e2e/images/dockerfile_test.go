@@ -152,3 +152,24 @@ RUN ln -sf a bin/c
 		t.Errorf("Spec:\n got %+v\nwant %+v", s, want)
 	}
 }
+
+// TestSpecTwiceExpandsOnce: BuildKit expands words in place, so a second derivation must not expand an
+// escaped $ that the first one produced.
+func TestSpecTwiceExpandsOnce(t *testing.T) {
+	src := "FROM scratch AS base\nENV A=\\$HOME\nFROM base AS img\nENTRYPOINT [\"/a\"]\n"
+	d, err := ParseDockerfile("Dockerfile", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		for _, stage := range []string{"base", "img"} {
+			s, err := d.Spec(stage)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s.Env, []string{"A=$HOME"}) {
+				t.Errorf("derivation %d of %s: env %q, want A=$HOME", i+1, stage, s.Env)
+			}
+		}
+	}
+}

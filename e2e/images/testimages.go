@@ -18,14 +18,16 @@ const (
 	BusyboxImage = "busybox:1.37"
 )
 
-// BusyboxImages are the names a busybox image answers to: the e2e framework's busybox, and nginx and
+// BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx and
 // glibc-dns-testing, which storage tests only run `sh -c` in.
-var BusyboxImages = []string{
-	BusyboxImage,
-	"registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
-	"registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
-	"registry.k8s.io/e2e-test-images/nginx:1.15-4",
-	"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0",
+func BusyboxImages() []string {
+	return []string{
+		BusyboxImage,
+		"registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
+		"registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
+		"registry.k8s.io/e2e-test-images/nginx:1.15-4",
+		"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0",
+	}
 }
 
 // TestOptions say where TestImages writes and where the pause binary comes from.
@@ -39,6 +41,7 @@ type TestOptions struct {
 }
 
 // TestImages writes two archives: pause (PauseImage) and busybox (every name of BusyboxImages, one image).
+// Like Assemble, it reuses an archive whose inputs are unchanged.
 func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if o.CacheDir == "" {
 		return nil, errors.New("images: CacheDir is required")
@@ -68,7 +71,7 @@ func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	busybox.Name = "busybox"
 	busybox.Links = []Link{{Path: "/bin/sh", Target: "busybox"}}
 	noBinaries := func(bin string) (string, error) { return "", fmt.Errorf("no binary %s in a busybox image", bin) }
-	b, err := assemble(ctx, busybox, BusyboxImages, noBinaries, dir)
+	b, err := assemble(ctx, busybox, BusyboxImages(), noBinaries, dir)
 	if err != nil {
 		return nil, err
 	}

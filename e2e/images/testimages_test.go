@@ -20,7 +20,7 @@ func TestTestImagesBuildPauseAndBusybox(t *testing.T) {
 		t.Fatal(err)
 	}
 	pause, busybox := archiveNamed(t, as, "pause"), archiveNamed(t, as, "busybox")
-	if len(pause.Refs) != 1 || pause.Refs[0] != PauseImage || len(busybox.Refs) != len(BusyboxImages) {
+	if len(pause.Refs) != 1 || pause.Refs[0] != PauseImage || len(busybox.Refs) != len(BusyboxImages()) {
 		t.Errorf("refs: pause %q, busybox %q", pause.Refs, busybox.Refs)
 	}
 	for _, a := range as {
