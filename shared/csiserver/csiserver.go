@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
 )
 
@@ -114,6 +116,8 @@ func Serve(ctx context.Context, flag, endpoint string, register func(*grpc.Serve
 func typeOf(req any) any { return fmt.Sprintf("%T", req) }
 
 // logInterceptor gives each request a logger with its method and logs what describe makes of the request.
+// A failed request is logged at the default level, so that an operator sees why a volume is stuck without
+// raising -v; with its method, gRPC code and message only, never the request, which may hold secrets.
 func logInterceptor(logger klog.Logger, describe func(any) any) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		l := logger.WithValues("method", info.FullMethod)
@@ -122,8 +126,8 @@ func logInterceptor(logger klog.Logger, describe func(any) any) grpc.UnaryServer
 			l.V(4).Info("CSI request", "request", describe(req))
 		}
 		resp, err := handler(ctx, req)
-		if err != nil {
-			l.V(2).Info("CSI request failed", "err", err.Error())
+		if st := status.Convert(err); st.Code() != codes.OK {
+			l.Error(nil, "CSI request failed", "code", st.Code().String(), "message", st.Message())
 		} else {
 			l.V(4).Info("CSI response", "response", resp)
 		}

@@ -2,6 +2,7 @@ package csiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2/ktesting"
 )
 
 func TestParseEndpoint(t *testing.T) {
@@ -93,5 +97,65 @@ func TestRequestsWithSecretsAreLoggedByTypeOnly(t *testing.T) {
 	}
 	if got := fmt.Sprint(typeOf(without)); got != "*csi.NodeStageVolumeRequest" {
 		t.Errorf("typeOf = %q", got)
+	}
+}
+
+func TestFailedRequestsAreLoggedAtTheDefaultLevelWithoutTheRequest(t *testing.T) {
+	secret := "hunter2"
+	req := &csi.NodeStageVolumeRequest{VolumeId: "vol-1", Secrets: map[string]string{"key": secret}}
+	info := &grpc.UnaryServerInfo{FullMethod: "/csi.v1.Node/NodeStageVolume"}
+	tests := []struct {
+		name      string
+		err       error
+		wantError bool // an error entry at the default verbosity
+		wantCode  string
+		wantMsg   string
+	}{
+		{name: "gRPC status", err: status.Error(codes.NotFound, "volume vol-1 not found"), wantError: true,
+			wantCode: "NotFound", wantMsg: "volume vol-1 not found"},
+		{name: "plain error", err: errors.New("disk on fire"), wantError: true, wantCode: "Unknown", wantMsg: "disk on fire"},
+		{name: "success"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Verbosity 0, as the binaries run by default.
+			logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(0), ktesting.BufferLogs(true)))
+			handler := func(context.Context, any) (any, error) {
+				if tc.err != nil {
+					return nil, tc.err
+				}
+				return &csi.NodeStageVolumeResponse{}, nil
+			}
+			// LogRequestBodies: even the describer that logs request bodies must not put this one in a failure.
+			if _, err := logInterceptor(logger, withoutSecrets)(context.Background(), req, info, handler); err != tc.err {
+				t.Fatalf("interceptor returned %v, want the handler's %v", err, tc.err)
+			}
+			entries := logger.GetSink().(ktesting.Underlier).GetBuffer().Data()
+			if !tc.wantError {
+				if len(entries) != 0 {
+					t.Fatalf("a successful request logged %v at the default verbosity, want nothing", entries)
+				}
+				return
+			}
+			if len(entries) != 1 || entries[0].Type != ktesting.LogError || entries[0].Message != "CSI request failed" {
+				t.Fatalf("log = %v, want one error entry \"CSI request failed\"", entries)
+			}
+			kv := map[string]any{}
+			for i := 0; i+1 < len(entries[0].WithKVList); i += 2 {
+				kv[fmt.Sprint(entries[0].WithKVList[i])] = entries[0].WithKVList[i+1]
+			}
+			for i := 0; i+1 < len(entries[0].ParameterKVList); i += 2 {
+				kv[fmt.Sprint(entries[0].ParameterKVList[i])] = entries[0].ParameterKVList[i+1]
+			}
+			want := map[string]any{"method": info.FullMethod, "code": tc.wantCode, "message": tc.wantMsg}
+			for k, v := range want {
+				if kv[k] != v {
+					t.Errorf("%s = %v, want %v (entry %v)", k, kv[k], v, entries[0])
+				}
+			}
+			if s := logger.GetSink().(ktesting.Underlier).GetBuffer().String(); strings.Contains(s, secret) {
+				t.Errorf("the log holds the request's secret: %s", s)
+			}
+		})
 	}
 }

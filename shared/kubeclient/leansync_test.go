@@ -2,17 +2,27 @@ package kubeclient
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
-// gcPercent reads the GC target (SetGCPercent returns the one it replaces).
-func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+// gcPercent reads the GC target. Through runtime/metrics, not SetGCPercent (which returns the target it
+// replaces): a read that writes would race LeanSync's own goroutine, and could put back a target it just
+// changed.
+func gcPercent(t *testing.T) int {
+	t.Helper()
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Fatalf("runtime/metrics has no %s", s[0].Name)
+	}
+	return int(s[0].Value.Uint64())
 }
 
 // heldFactory is a factory whose caches sync when release is closed.
@@ -31,11 +41,11 @@ func TestLeanSyncTightensTheGCUntilTheCachesSynced(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(defaultGCPercent) })
 	a, b := heldFactory{make(chan struct{})}, heldFactory{make(chan struct{})}
 	LeanSync(context.Background(), a, b)
-	if got := gcPercent(); got != syncGCPercent {
+	if got := gcPercent(t); got != syncGCPercent {
 		t.Fatalf("GC target during the initial LIST = %d, want %d", got, syncGCPercent)
 	}
 	close(a.release)
-	if got := gcPercent(); got != syncGCPercent {
+	if got := gcPercent(t); got != syncGCPercent {
 		t.Fatalf("GC target with one factory still syncing = %d, want %d", got, syncGCPercent)
 	}
 	close(b.release)
@@ -54,13 +64,10 @@ func TestLeanSyncRestoresTheGCWhenTheContextEnds(t *testing.T) {
 // waitGCPercent waits up to 10 s for the GC target to become want after what happened.
 func waitGCPercent(t *testing.T, want int, after string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for gcPercent() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("GC target still %d 10 s after %s, want %d", gcPercent(), after, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("GC target %d after %s", want, after), func() (bool, error) {
+		got := gcPercent(t)
+		return got == want, fmt.Errorf("GC target is %d", got)
+	})
 }
 
 func TestLeanSyncLeavesAGOGCTheUserSetAlone(t *testing.T) {
@@ -68,7 +75,7 @@ func TestLeanSyncLeavesAGOGCTheUserSetAlone(t *testing.T) {
 	debug.SetGCPercent(50)
 	t.Cleanup(func() { debug.SetGCPercent(defaultGCPercent) })
 	LeanSync(context.Background(), heldFactory{make(chan struct{})})
-	if got := gcPercent(); got != 50 {
+	if got := gcPercent(t); got != 50 {
 		t.Errorf("GC target with GOGC=50 = %d, want 50", got)
 	}
 }

@@ -21,7 +21,7 @@ import (
 // detach unpublishes a deleted VolumeAttachment and then releases its finalizer in one patch, after which
 // the API server removes the object; status.attached=false would be written to an object about to vanish,
 // so it is not written (upstream writes it, and that second write re-queues the object for a second
-// ControllerUnpublish, #587).
+// ControllerUnpublish, kubernetes-csi/external-attacher#587).
 func (h *CSI) detach(ctx context.Context, va *storagev1.VolumeAttachment) error {
 	if !slices.Contains(va.Finalizers, h.finalizer) {
 		return nil

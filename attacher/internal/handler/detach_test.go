@@ -150,7 +150,7 @@ func TestDetach(t *testing.T) {
 }
 
 // The cached copy a worker sees right after its own write still carries the old state; acting on it
-// would repeat ControllerPublish/Unpublish and the writes (upstream #587).
+// would repeat ControllerPublish/Unpublish and the writes (kubernetes-csi/external-attacher#587).
 func TestStaleCopyIsNotActedOnTwice(t *testing.T) {
 	t.Run("attach", func(t *testing.T) {
 		e := newEnv("", Capabilities{}, nil, testutil.VA("va1", "pv1", "node1"), testutil.PV("pv1", "vol-1"), testutil.CSINode("node1", "i-1"))

@@ -11,7 +11,7 @@ import (
 // A worker that finds one of them in the informer cache knows the cache has not caught up with the
 // write yet, and waits instead of repeating the work: without this, the watch event of the finalizer
 // patch re-queues the object, the worker sees a copy without the status written a moment ago, and
-// publishes (or unpublishes, #587) and writes a second time.
+// publishes (or unpublishes, kubernetes-csi/external-attacher#587) and writes a second time.
 type writeTracker struct {
 	mu         sync.Mutex
 	superseded map[types.UID]map[string]struct{}

@@ -6,8 +6,11 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
-	"github.com/stowage-csi/stowage/ebs-plugin/internal/taint"
+	"github.com/stowage-csi/stowage/shared/startuptaint"
 )
+
+// AgentNotReady is the startup taint key upstream's manifests and node groups use; any effect is removed.
+const AgentNotReady = "ebs.csi.aws.com/agent-not-ready"
 
 // startupTaintRemover returns the background task that removes the node's ebs.csi.aws.com/agent-not-ready
 // taint once the kubelet has registered the driver, or nil when it cannot run: without CSI_NODE_NAME or a
@@ -16,18 +19,19 @@ import (
 func startupTaintRemover(ctx context.Context, c Config) func(context.Context) {
 	logger := klog.FromContext(ctx)
 	if c.NodeName == "" {
-		logger.Info("CSI_NODE_NAME is not set; the startup taint will not be removed", "taint", taint.AgentNotReady)
+		logger.Info("CSI_NODE_NAME is not set; the startup taint will not be removed", "taint", AgentNotReady)
 		return nil
 	}
 	client, err := kubeClient(c)
 	if err != nil {
-		logger.Info("No Kubernetes client; the startup taint will not be removed", "taint", taint.AgentNotReady, "err", err.Error())
+		logger.Info("No Kubernetes client; the startup taint will not be removed", "taint", AgentNotReady, "err", err.Error())
 		return nil
 	}
-	cfg := taint.Config{Client: client, NodeName: c.NodeName, Driver: driver.DriverName}
+	cfg := startuptaint.Config{Client: client, NodeName: c.NodeName, Driver: driver.DriverName, TaintKey: AgentNotReady}
 	return func(ctx context.Context) {
-		if err := taint.Remove(ctx, cfg); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Removing the startup taint failed")
+		// Remove only fails when ctx ends: the plugin is stopping before the kubelet registered it.
+		if err := startuptaint.Remove(ctx, cfg); err != nil {
+			klog.FromContext(ctx).Info("Stopped before the startup taint was removed", "reason", err.Error())
 		}
 	}
 }

@@ -148,9 +148,9 @@ func releasedPV() *v1.PersistentVolume {
 }
 
 // A worker takes a PV's copy from the cache; before it acts on it, the informer delivers the PV's deletion (the
-// cache drops it, the delete handler runs). The copy is stale: the volume was deleted and the finalizer removed by
-// an earlier sync of the same key. Upstream #1235's guard must still hold: the delete handler must not wipe the
-// record a worker is about to consult.
+// cache drops it, the delete handler runs). The copy is stale: the volume was deleted and the finalizer removed
+// by an earlier sync of the same key. Upstream's guard of kubernetes-csi/external-provisioner#1235 must still
+// hold: the delete handler must not wipe the record a worker is about to consult.
 func TestStaleVolumeCopyAfterDeleteEventDeletesOnce(t *testing.T) {
 	pv := releasedPV()
 	r, c := newRaceRig(t, pv)

@@ -34,12 +34,13 @@ func (p *Provisioner) VolumeSettled(pv *v1.PersistentVolume) bool {
 }
 
 // SyncVolume adds the deletion-protection finalizer to a bound PV of ours that lacks it (needsVolumeFinalizer),
-// and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two,
-// as upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it),
-// then DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone
-// is remembered, so the events our own writes cause do not call it again (upstream #1235), until the lister no
-// longer has the PV (Forget). A restarted process, which remembers nothing, calls it again only while our
-// finalizer is on the PV; CSI requires DeleteVolume to be idempotent for that case.
+// and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two, as
+// upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it), then
+// DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone is
+// remembered, so the events our own writes cause do not call it again
+// (kubernetes-csi/external-provisioner#1235), until the lister no longer has the PV (Forget). A restarted
+// process, which remembers nothing, calls it again only while our finalizer is on the PV; CSI requires
+// DeleteVolume to be idempotent for that case.
 func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (err error) {
 	if pv == nil || !p.IsOursPV(pv) {
 		return nil

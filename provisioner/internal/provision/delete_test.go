@@ -149,7 +149,8 @@ func TestSyncVolume(t *testing.T) {
 }
 
 // Our own writes make the informer deliver the PV again (deleted, then without finalizer), possibly before the
-// cache shows the change; none of those deliveries may call DeleteVolume again (upstream #1235).
+// cache shows the change; none of those deliveries may call DeleteVolume again
+// (kubernetes-csi/external-provisioner#1235).
 func TestSyncVolumeDeletesOnce(t *testing.T) {
 	pv := releasedPV()
 	h := newHarness(t, defaultConfig(), pv)

@@ -21,8 +21,8 @@ import (
 )
 
 // upstreamWritesPerClaim is external-provisioner v6.4.0's API writes per provisioned claim, Events included (PV
-// create, 2 Events, and retries), as measured by the provisioner storm of issue #14 from the API server's audit
-// log at QPS 5 / burst 10.
+// create, 2 Events, and retries), as measured by the provisioner storm of stowage-csi/stowage#14 from the API
+// server's audit log at QPS 5 / burst 10.
 const upstreamWritesPerClaim = 3.1
 
 // A burst of claims synced by concurrent workers, as the controller runs them: each claim costs its PV create and

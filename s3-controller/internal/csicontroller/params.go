@@ -23,8 +23,9 @@ const (
 	envAttrPrefix     = "mountpointEnv."
 )
 
-// passThrough are upstream's volume attributes (s3.md §4) a class may set for all its volumes; they are
-// copied to the volume context as they are, and s3-node and the controller validate them as for static PVs.
+// passThrough are the volume attributes of upstream (awslabs/mountpoint-s3-csi-driver) a class may set for
+// all its volumes; they are copied to the volume context as they are, and s3-node and the controller validate
+// them as for static PVs.
 var passThrough = map[string]bool{
 	"authenticationSource": true, "stsRegion": true, "cache": true,
 	"cacheEmptyDirSizeLimit": true, "cacheEmptyDirMedium": true,

@@ -16,8 +16,9 @@ import (
 
 // findAttachment returns the attachment of a sharing key, or nil. An attachment this process created that
 // the cache has not shown yet is read from the API server, so informer lag never makes a second one; if
-// the API server no longer has it either, the expectation is dropped and the key is free again (upstream
-// #843 kept requeuing "creation is pending" forever). Duplicates are merged into one.
+// the API server no longer has it either, the expectation is dropped and the key is free again (upstream,
+// awslabs/mountpoint-s3-csi-driver#843, kept requeuing "creation is pending" forever). Duplicates are merged
+// into one.
 func (r *Reconciler) findAttachment(ctx context.Context, key string) (*s3api.MountpointS3PodAttachment, error) {
 	list := &s3api.MountpointS3PodAttachmentList{}
 	if err := r.client.List(ctx, list, client.MatchingFields{indexSharingKey: key}); err != nil {

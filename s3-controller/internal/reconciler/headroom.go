@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Upstream's experimental headroom names (docs/HEADROOM_FOR_MPPOD.md).
+// Upstream's experimental headroom names (awslabs/mountpoint-s3-csi-driver, docs/HEADROOM_FOR_MPPOD.md).
 const (
 	// GateReserveHeadroom on a workload asks the controller to reserve room for its Mountpoint Pods first.
 	GateReserveHeadroom      = "s3.csi.aws.com/reserve-headroom-for-mppod"

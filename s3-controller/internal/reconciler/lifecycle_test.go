@@ -167,7 +167,7 @@ func TestRepairMissingMountpointPod(t *testing.T) {
 	e.mustReconcile(a)
 	again := e.pod(testNS, mp)
 	if again == nil {
-		t.Fatal("deleted Mountpoint Pod of an active workload not created again (upstream #843)")
+		t.Fatal("deleted Mountpoint Pod of an active workload not created again (awslabs/mountpoint-s3-csi-driver#843)")
 	}
 	if len(e.mountpointPods()) != 1 || e.attachments()[0].MountpointPodFor("uid-a") != mp {
 		t.Fatal("repair changed the attachment or made a second Mountpoint Pod")
@@ -219,7 +219,8 @@ func TestExpectationOfDeletedAttachmentIsDropped(t *testing.T) {
 	if err := e.c.Delete(context.Background(), &e.attachments()[0]); err != nil {
 		t.Fatal(err)
 	}
-	// The attachment vanished before the cache saw it (upstream #843 requeued "creation is pending" forever).
+	// The attachment vanished before the cache saw it (upstream, awslabs/mountpoint-s3-csi-driver#843, requeued
+	// "creation is pending" forever).
 	e.mustReconcile(a)
 	if as := e.attachments(); len(as) != 1 || as[0].MountpointPodFor("uid-a") == "" {
 		t.Fatalf("workload not attached again: %+v", as)

@@ -29,9 +29,10 @@ func (r *Reconciler) getMountpointPod(ctx context.Context, name string) (*corev1
 	return pod, nil
 }
 
-// ensureMountpointPod makes sure the Mountpoint Pod an active workload is assigned to exists. One that is
-// gone (deleted by hand, evicted, or never created because the controller died after writing the
-// attachment) is created again under the same name, so the attachment stays valid as it is (upstream #843).
+// ensureMountpointPod makes sure the Mountpoint Pod an active workload is assigned to exists. One that is gone
+// (deleted by hand, evicted, or never created because the controller died after writing the attachment) is
+// created again under the same name, so the attachment stays valid as it is
+// (awslabs/mountpoint-s3-csi-driver#843).
 func (r *Reconciler) ensureMountpointPod(ctx context.Context, v *volume, name string) error {
 	mp, err := r.getMountpointPod(ctx, name)
 	if err != nil || mp != nil {

@@ -20,9 +20,10 @@ import (
 	"github.com/stowage-csi/stowage/s3-node/internal/credentials"
 	"github.com/stowage-csi/stowage/s3-node/internal/driver"
 	"github.com/stowage-csi/stowage/s3-node/internal/mounter"
-	"github.com/stowage-csi/stowage/s3-node/internal/taint"
 	"github.com/stowage-csi/stowage/s3-node/internal/unmounter"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/s3api"
+	"github.com/stowage-csi/stowage/shared/startuptaint"
 )
 
 // Config is the parsed command line and environment.
@@ -107,8 +108,12 @@ func Run(ctx context.Context, c Config) error {
 	}()
 	go func() {
 		defer func() { done <- struct{}{} }()
-		if err := taint.Remove(ctx, taint.Config{Client: cl.kube, NodeName: c.NodeID}); err != nil && ctx.Err() == nil {
-			logger.Error(err, "The startup taint was not removed")
+		// Waits for the kubelet to list the driver in the CSINode, so that no pod needing an S3 volume lands
+		// here before the plugin serves; it only fails when ctx ends.
+		if err := startuptaint.Remove(ctx, startuptaint.Config{
+			Client: cl.kube, NodeName: c.NodeID, Driver: s3api.DriverName, TaintKey: s3api.TaintAgentNotReady,
+		}); err != nil {
+			logger.Info("Stopped before the startup taint was removed", "reason", err.Error())
 		}
 	}()
 	err = d.Run(ctx)

@@ -1,5 +1,6 @@
 // Package attachments finds, for one workload's publish, its MountpointS3PodAttachment and Mountpoint Pod
-// in the node plugin's informer caches, waiting a little for the controller (s3.md §2, "sharing key").
+// in the node plugin's informer caches, waiting a little for the controller. It matches on the controller's
+// sharing key less the mount options and the IAM role (see Key), then on the workload's UID, as upstream does.
 package attachments
 
 import (
@@ -130,11 +131,11 @@ func (s *Store) RunningPod(ctx context.Context, name string) (*corev1.Pod, error
 	return pod, nil
 }
 
-// unschedulable explains the most common reason a Mountpoint Pod stays Pending (upstream issue #543).
+// unschedulable explains the most common reason a Mountpoint Pod stays Pending (awslabs/mountpoint-s3-csi-driver#543).
 func unschedulable(p *corev1.Pod) string {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return fmt.Sprintf(" and unschedulable (%s): the node may lack room for it; see aws-s3-csi-driver issue #543", c.Message)
+			return fmt.Sprintf(" and unschedulable (%s): the node may lack room for it; see https://github.com/awslabs/mountpoint-s3-csi-driver/issues/543", c.Message)
 		}
 	}
 	return ""

@@ -1,6 +1,6 @@
 // Package credentials writes the AWS credentials a Mountpoint Pod needs into its comm directory and
-// returns the environment that points Mountpoint at them (s3.md §3). Files are written atomically, so a
-// refresh on republish never shows Mountpoint a half-written token.
+// returns the environment that points Mountpoint at them, with upstream's file names and variables. Files are
+// written atomically, so a refresh on republish never shows Mountpoint a half-written token.
 package credentials
 
 import (

@@ -17,9 +17,10 @@ import (
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
-// NodePublishVolume mounts the workload's volume (s3.md §3 "Mount sequence"). A target that is mounted
-// already only gets its credentials refreshed: the kubelet republishes every token period
-// (requiresRepublish).
+// NodePublishVolume mounts the workload's volume in upstream's order: find the attachment and its Mountpoint
+// Pod, write the credentials, mount the Pod's source unless it is mounted, bind the source at the target. A
+// target that is mounted already only gets its credentials refreshed: the kubelet republishes every token
+// period (requiresRepublish).
 func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	p, err := d.validatePublish(req)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
-// Volume attributes (s3.md §4) and the kubelet's pod info keys.
+// Volume attributes, upstream's names, and the kubelet's pod info keys.
 const (
 	attrBucketName       = "bucketName"
 	attrAuthSource       = "authenticationSource"

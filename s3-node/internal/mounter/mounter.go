@@ -33,6 +33,8 @@ type Config struct {
 type Mounter struct {
 	cfg   Config
 	locks keymutex.KeyMutex
+	// stats are the stats of source mounts still running, by source; see stat.
+	stats stats
 }
 
 // New returns a Mounter.
@@ -46,7 +48,7 @@ func New(cfg Config) *Mounter {
 	if cfg.HealthTimeout <= 0 {
 		cfg.HealthTimeout = 5 * time.Second
 	}
-	return &Mounter{cfg: cfg, locks: keymutex.NewHashed(0)}
+	return &Mounter{cfg: cfg, locks: keymutex.NewHashed(0), stats: stats{running: map[string]*statCall{}}}
 }
 
 // Sys returns the syscalls the Mounter uses.
@@ -111,8 +113,11 @@ func (m *Mounter) ensureSource(ctx context.Context, r Request, source string, en
 		return err
 	}
 	if mounted {
+		var unknown *unknownHealthError
 		if err := m.health(ctx, source); err == nil {
 			return nil
+		} else if errors.As(err, &unknown) {
+			return err
 		} else if binds, _ := BindMounts(m.cfg.Sys, source); len(binds) > 0 {
 			return fmt.Errorf("the source mount %s of Mountpoint Pod %s is broken (%w) and still used by %d workload mounts", source, r.MPPodName, err, len(binds))
 		}
@@ -123,18 +128,33 @@ func (m *Mounter) ensureSource(ctx context.Context, r Request, source string, en
 }
 
 // health stats the source within HealthTimeout; a Mountpoint that is alive but slow counts as healthy.
+// When ctx ends first, the source's health is unknown, which is an error wrapping ctx's cause: the caller
+// must neither share the mount (it may be hung) nor replace it (it may be fine), only fail and be retried.
 func (m *Mounter) health(ctx context.Context, source string) error {
-	done := make(chan error, 1)
-	go func() { done <- m.cfg.Sys.Stat(source) }()
+	call := m.stat(ctx, source)
+	timeout := time.NewTimer(m.cfg.HealthTimeout)
+	defer timeout.Stop()
 	select {
-	case err := <-done:
-		return err
-	case <-time.After(m.cfg.HealthTimeout):
+	case <-call.done:
+		return call.err
+	case <-timeout.C:
 		return nil
 	case <-ctx.Done():
-		return nil
+		return &unknownHealthError{source: source, cause: context.Cause(ctx)}
 	}
 }
+
+// unknownHealthError is a health check that ended before the source's stat answered.
+type unknownHealthError struct {
+	source string
+	cause  error
+}
+
+func (e *unknownHealthError) Error() string {
+	return fmt.Sprintf("health of the source mount %s unknown: its stat had not answered when the request ended: %v", e.source, e.cause)
+}
+
+func (e *unknownHealthError) Unwrap() error { return e.cause }
 
 func (m *Mounter) mountSource(ctx context.Context, r Request, source string, env []string) (err error) {
 	if err := os.MkdirAll(source, 0o750); err != nil {
@@ -171,19 +191,23 @@ func (m *Mounter) mountSource(ctx context.Context, r Request, source string, env
 func (m *Mounter) waitServed(ctx context.Context, mpPod, source, errFile string) error {
 	tick := time.NewTicker(m.cfg.Poll)
 	defer tick.Stop()
-	probe := make(chan error, 1)
-	inFlight, due := false, true
+	var probe *statCall // the stat running, if any
+	due := true
 	for {
 		if b, err := os.ReadFile(errFile); err == nil {
 			return fmt.Errorf("the Mountpoint in Pod %s failed: %s", mpPod, strings.TrimSpace(string(b)))
 		}
-		if !inFlight && due {
-			inFlight, due = true, false
-			go func() { probe <- m.cfg.Sys.Stat(source) }()
+		if probe == nil && due {
+			probe, due = m.stat(ctx, source), false
+		}
+		var answered <-chan struct{} // nil, so never ready, while no stat runs
+		if probe != nil {
+			answered = probe.done
 		}
 		select {
-		case err := <-probe:
-			inFlight = false
+		case <-answered:
+			err := probe.err
+			probe = nil
 			if err == nil {
 				if ok, terr := IsS3Mount(m.cfg.Sys, source); terr == nil && ok {
 					return nil
@@ -199,6 +223,7 @@ func (m *Mounter) waitServed(ctx context.Context, mpPod, source, errFile string)
 
 // unmount unmounts path, lazily when a plain unmount fails (a dead server, a busy mount).
 func (m *Mounter) unmount(path string) {
+	defer m.forgetStat(path)
 	if err := m.cfg.Sys.Unmount(path, 0); err != nil && !IsNotMounted(err) {
 		_ = m.cfg.Sys.Unmount(path, unix.MNT_DETACH)
 	}
@@ -206,13 +231,11 @@ func (m *Mounter) unmount(path string) {
 
 // Unmount unmounts path if it is mounted and reports errors other than "not mounted".
 func (m *Mounter) Unmount(path string) error {
-	if err := m.cfg.Sys.Unmount(path, 0); err != nil {
-		if IsNotMounted(err) {
-			return nil
-		}
+	if err := m.cfg.Sys.Unmount(path, 0); err != nil && !IsNotMounted(err) {
 		if err2 := m.cfg.Sys.Unmount(path, unix.MNT_DETACH); err2 != nil && !IsNotMounted(err2) {
 			return err
 		}
 	}
+	m.forgetStat(path)
 	return nil
 }

@@ -7,7 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Cache describes the Mountpoint Pod's local cache volume (s3.md §4).
+// Cache describes the Mountpoint Pod's local cache volume, set by the volume attributes cache,
+// cacheEmptyDirSizeLimit and cacheEmptyDirMedium.
 type Cache struct {
 	// Attribute is the volume attribute "cache" ("", "emptyDir", "ephemeral").
 	Attribute string

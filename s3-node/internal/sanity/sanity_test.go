@@ -22,6 +22,7 @@ import (
 	"github.com/stowage-csi/stowage/s3-node/internal/mounter"
 	"github.com/stowage-csi/stowage/s3-node/internal/testutil"
 	"github.com/stowage-csi/stowage/shared/s3api"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // suiteReport receives csi-sanity's results; Ginkgo takes report hooks only at the top level.
@@ -94,10 +95,10 @@ func TestSanity(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for !socketUp(sock) && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Fails here, naming the socket, rather than in every csi-sanity test at once.
+	sharedtestutil.Eventually(t, 10*time.Second, "the CSI socket "+sock+" to accept connections", func() (bool, error) {
+		return socketUp(sock)
+	})
 
 	if err := flag.Set("ginkgo.skip", skipRegexp()); err != nil {
 		t.Fatal(err)
@@ -161,11 +162,12 @@ func skipRegexp() string {
 	return strings.Join(quoted, "|")
 }
 
-func socketUp(path string) bool {
+// socketUp reports whether path accepts connections, or why not.
+func socketUp(path string) (bool, error) {
 	c, err := net.Dial("unix", path)
 	if err != nil {
-		return false
+		return false, err
 	}
-	c.Close()
-	return true
+	_ = c.Close()
+	return true, nil
 }

@@ -27,6 +27,9 @@ type FakeSys struct {
 	calls   []Call
 	// StatErr makes Stat of a path fail.
 	StatErr map[string]error
+	// OnStat, if set, is called with the path of each Stat before it answers, outside the table's lock, so a
+	// test can hold a stat as a hung FUSE server does; an error it returns is Stat's answer.
+	OnStat func(path string) error
 	// OnUnmount, if set, is called with the target of each Unmount before the mount goes, so a test can
 	// look at the world at that moment.
 	OnUnmount func(target string)
@@ -118,6 +121,11 @@ func (f *FakeSys) Unmount(target string, flags int) error {
 }
 
 func (f *FakeSys) Stat(path string) error {
+	if f.OnStat != nil {
+		if err := f.OnStat(path); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.StatErr[path]

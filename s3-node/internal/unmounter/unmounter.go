@@ -1,6 +1,7 @@
 // Package unmounter tears down the source mount of a Mountpoint Pod the controller marked
 // s3.csi.aws.com/needs-unmount=true, once no workload's bind mount uses it, and ends the Pod through
-// mount.exit (s3.md §3 "Unmount/cleanup"). It also removes source mounts whose Mountpoint Pod is gone.
+// mount.exit, which makes mount-s3 and then the Pod exit, as upstream's node does. It also removes source
+// mounts whose Mountpoint Pod is gone.
 package unmounter
 
 import (
