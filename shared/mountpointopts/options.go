@@ -36,6 +36,8 @@ type Option struct {
 	// MountS3 is false for the options only the CSI driver knows (--aws-max-attempts) or refuses
 	// (-o, --ca-bundle); mount-s3 itself would exit 2 on them.
 	MountS3 bool
+	// Requires names the option mount-s3 needs beside this one (--max-cache-size needs --cache), or "".
+	Requires string
 	// Node is the node's policy and Reason its explanation (for Refuse and Rewrite, shown to users).
 	Node   NodePolicy
 	Reason string
@@ -57,7 +59,7 @@ func All() []Option {
 		{Name: "storage-class", Value: true, Example: "STANDARD_IA", MountS3: true},
 		{Name: "expected-bucket-owner", Value: true, Example: "111122223333", MountS3: true},
 		{Name: "sse", Value: true, Example: "aws:kms", MountS3: true},
-		{Name: "sse-kms-key-id", Value: true, Example: "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab", MountS3: true},
+		{Name: "sse-kms-key-id", Value: true, Requires: "sse", Example: "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab", MountS3: true},
 		{Name: "upload-checksums", Value: true, Example: "off", MountS3: true},
 		// AWS credentials options.
 		{Name: "no-sign-request", MountS3: true},
@@ -89,7 +91,7 @@ func All() []Option {
 		{Name: "log-directory", Short: "l", Value: true, Example: "/tmp", MountS3: true},
 		{Name: "log-metrics", MountS3: true},
 		{Name: "otlp-endpoint", Value: true, Example: "http://localhost:4318", MountS3: true},
-		{Name: "otlp-export-interval", Value: true, Example: "60", MountS3: true},
+		{Name: "otlp-export-interval", Value: true, Requires: "otlp-endpoint", Example: "60", MountS3: true},
 		{Name: "debug", Short: "d", MountS3: true},
 		{Name: "debug-crt", MountS3: true},
 		{Name: "no-log", MountS3: true},
@@ -98,7 +100,7 @@ func All() []Option {
 			Reason: "points at the Mountpoint Pod's cache volume when the volume has one (volume attribute cache)"},
 		{Name: "metadata-ttl", Value: true, Example: "indefinite", MountS3: true},
 		{Name: "negative-metadata-ttl", Value: true, Example: "60", MountS3: true},
-		{Name: "max-cache-size", Value: true, Example: "1024", MountS3: true},
+		{Name: "max-cache-size", Value: true, Requires: "cache", Example: "1024", MountS3: true},
 		{Name: "cache-xz", Value: true, Example: "cache--usw2-az1--x-s3", MountS3: true},
 		// Advanced options.
 		{Name: "user-agent-prefix", Value: true, Example: "my-app", MountS3: true, Node: Rewrite,
@@ -139,4 +141,13 @@ func (o Option) Arg() string {
 		return o.Flag() + "=" + o.Example
 	}
 	return o.Flag()
+}
+
+// Args returns the option's Arg and, before it, the Arg of the option it requires: a command line mount-s3
+// accepts.
+func (o Option) Args() []string {
+	if r, ok := Lookup(o.Requires); ok && o.Requires != "" {
+		return []string{r.Arg(), o.Arg()}
+	}
+	return []string{o.Arg()}
 }

@@ -23,6 +23,9 @@ func TestAllIsConsistent(t *testing.T) {
 		if (o.Node == Refuse || o.Node == Rewrite) && o.Reason == "" {
 			t.Errorf("%s: a refused or rewritten option needs a reason", o.Name)
 		}
+		if r, ok := Lookup(o.Requires); o.Requires != "" && (!ok || r.Requires != "") {
+			t.Errorf("%s requires %q, which is not a plain option", o.Name, o.Requires)
+		}
 		if o.Name != strings.ToLower(o.Name) || strings.HasPrefix(o.Name, "-") {
 			t.Errorf("%s: names are lower case without dashes", o.Name)
 		}
@@ -66,5 +69,9 @@ func TestArg(t *testing.T) {
 		if got != want {
 			t.Errorf("Arg() = %q, want %q", got, want)
 		}
+	}
+	m, _ := Lookup("max-cache-size")
+	if got := m.Args(); len(got) != 2 || got[0] != "--cache=/tmp" {
+		t.Errorf("Args() of --max-cache-size = %q, want --cache first", got)
 	}
 }
