@@ -152,7 +152,8 @@ func Parse(args []string) (*Config, error) {
 				return nil, fmt.Errorf("%w: --%s takes no value", ErrUsage, name)
 			}
 		} else if !hasValue {
-			if i+1 >= len(args) {
+			// Like clap, a following option is not taken as the value: "--region --debug" lacks one.
+			if i+1 >= len(args) || (strings.HasPrefix(args[i+1], "-") && len(args[i+1]) > 1) {
 				return nil, fmt.Errorf("%w: --%s needs a value", ErrUsage, name)
 			}
 			i++

@@ -96,6 +96,7 @@ func TestParseRejectsBadInputWithOneLineReason(t *testing.T) {
 		{"unknown option", "--bogus", []string{"b1b", "/mnt", "--bogus"}},
 		{"unknown short", "-x", []string{"-x", "b1b", "/mnt"}},
 		{"value missing", "needs a value", []string{"b1b", "/mnt", "--region"}},
+		{"option in place of a value", "--region needs a value", []string{"b1b", "/mnt", "--region", "--debug"}},
 		{"switch with value", "takes no value", []string{"b1b", "/mnt", "--read-only=true"}},
 		{"repeated", "more than once", []string{"b1b", "/mnt", "--uid=1", "--uid=2"}},
 		{"prefix without slash", "must end with '/'", []string{"b1b", "/mnt", "--prefix", "a"}},
