@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/klog/v2"
 
@@ -46,14 +47,25 @@ func realMain(args []string) int {
 		_ = version.Print(os.Stdout, "s3-fuse")
 		return 0
 	}
-	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	if cfg.Debug {
-		_ = klogFlags.Set("v", "4")
+	// A background child (readyFDEnv set) was started by a parent that printed them already.
+	for _, w := range cfg.Warnings {
+		if os.Getenv(readyFDEnv) != "" {
+			break
+		}
+		fmt.Fprintf(os.Stderr, "s3-fuse: warning: %s\n", w)
+	}
+	if cfg.CheckArgs {
+		return 0
 	}
 	if !cfg.Foreground && !cfg.IsFDMount() && os.Getenv(readyFDEnv) == "" {
 		return daemonize(args)
 	}
+	closeLog, err := setUpLogging(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "s3-fuse: %v\n", err)
+		return 1
+	}
+	defer closeLog()
 	ctx := klog.NewContext(context.Background(), klog.Background().WithValues("bucket", cfg.Bucket))
 	// SIGTERM or SIGINT unmounts and exits 0; a second one exits at once (shared with the sidecars).
 	ctx, stop := signals.Context(ctx, nil)
@@ -65,6 +77,51 @@ func realMain(args []string) int {
 	}
 	klog.Flush()
 	return 0
+}
+
+// setUpLogging applies --debug, --no-log and --log-directory to klog. Logs go to stderr; with
+// --log-directory to a new file in that directory instead (and to stderr too in the foreground, as
+// mount-s3 also logs to stdout there); --no-log turns logging off. The returned function closes the file.
+func setUpLogging(cfg *options.Config) (func(), error) {
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if cfg.Debug {
+		_ = klogFlags.Set("v", "4")
+	}
+	switch {
+	case cfg.NoLog:
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(io.Discard)
+	case cfg.LogDirectory != "":
+		f, err := openLogFile(cfg.LogDirectory)
+		if err != nil {
+			return nil, err
+		}
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+		var w io.Writer = f
+		if cfg.Foreground {
+			w = io.MultiWriter(f, os.Stderr)
+		}
+		klog.SetOutput(w)
+		return func() { klog.Flush(); _ = f.Close() }, nil
+	}
+	return func() {}, nil
+}
+
+// openLogFile creates the directory if needed and a new file in it, named as mount-s3 names its log files
+// (a timestamp and a random part, so mounts sharing the directory never share a file).
+func openLogFile(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("--log-directory %s: %w", dir, err)
+	}
+	name := "mountpoint-s3-" + time.Now().UTC().Format("2006-01-02T15-04-05Z") + ".*.log"
+	f, err := os.CreateTemp(dir, name)
+	if err != nil {
+		return nil, fmt.Errorf("--log-directory %s: %w", dir, err)
+	}
+	return f, nil
 }
 
 // readyReporter tells a waiting parent (see daemonize) whether the mount came up.

@@ -92,6 +92,9 @@ func connect(ctx context.Context, cfg *options.Config) (*s3client.Client, error)
 		NoSignRequest: cfg.NoSignRequest, UserAgentPrefix: cfg.UserAgentPrefix, StorageClass: cfg.StorageClass,
 		SSE: cfg.SSE, SSEKMSKeyID: cfg.SSEKMSKeyID, MaxConns: cfg.MaxThreads,
 		MaxBytesPerSecond: s3client.GbpsToBytes(cfg.MaximumThroughputGbps),
+		Profile:           cfg.Profile, DualStack: cfg.DualStack, Accelerate: cfg.TransferAcceleration,
+		RequesterPays: cfg.RequesterPays, ExpectedBucketOwner: cfg.ExpectedBucketOwner,
+		NoUploadChecksums: !uploadChecksums(cfg), Bind: cfg.Bind,
 	})
 	if err != nil {
 		return nil, err
@@ -201,13 +204,26 @@ func FilesystemConfig(cfg *options.Config) s3fs.Config {
 	read.Pool = bufpool.New(int(cfg.ReadPartSize), parts+readBatchParts+1)
 	return s3fs.Config{
 		Prefix: cfg.Prefix, UID: uid, GID: gid, DirMode: cfg.DirMode, FileMode: cfg.FileMode,
-		MetadataTTL: cfg.MetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,
+		MetadataTTL: cfg.MetadataTTL, NegativeTTL: cfg.NegativeMetadataTTL, ReadOnly: cfg.ReadOnly, AllowDelete: cfg.AllowDelete,
 		AllowOverwrite: cfg.AllowOverwrite, AllowOther: cfg.AllowOther, AllowRoot: cfg.AllowRoot,
 		Read:              read,
 		WritePartSize:     int(cfg.WritePartSize),
 		UploadConcurrency: min(cfg.MaxThreads, maxUploadParts),
 		Debug:             false,
 	}
+}
+
+// uploadChecksums applies --upload-checksums: crc32c unless "off", and by default off for S3 on Outposts
+// (an s3-outposts ARN or an access point alias ending in --op-s3), which has no additional checksums, as
+// mount-s3 does.
+func uploadChecksums(cfg *options.Config) bool {
+	switch cfg.UploadChecksums {
+	case "crc32c":
+		return true
+	case "off":
+		return false
+	}
+	return !strings.Contains(cfg.Bucket, ":s3-outposts:") && !strings.HasSuffix(cfg.Bucket, "--op-s3")
 }
 
 // checkFUSEFd makes sure /dev/fd/N is an open /dev/fuse, so a wrong hand-over fails with a clear message

@@ -65,123 +65,45 @@ type Config struct {
 	SSEKMSKeyID     string
 	UserAgentPrefix string
 
+	// Options of mount-s3 1.2x beyond the ones above (shared/mountpointopts lists them all).
+	TransferAcceleration bool
+	DualStack            bool
+	RequesterPays        bool
+	ExpectedBucketOwner  string
+	// BucketType is "", "general-purpose" or "directory".
+	BucketType string
+	// UploadChecksums is "" (crc32c, or off for an S3 on Outposts bucket, as mount-s3), "crc32c" or "off".
+	UploadChecksums   string
+	Profile           string
+	IncrementalUpload bool
+	AutoUnmount       bool
+	Bind              []string
+	// NegativeMetadataTTL is how long the kernel may remember that a name does not exist.
+	NegativeMetadataTTL    time.Duration
+	NegativeMetadataTTLSet bool
+	CacheXZ                string
+
+	LogDirectory       string
+	LogMetrics         bool
+	DebugCRT           bool
+	NoLog              bool
+	OTLPEndpoint       string
+	OTLPExportInterval int
+
+	// CheckArgs (hidden --check-args) parses and validates, then exits without mounting.
+	CheckArgs   bool
 	ShowHelp    bool
 	ShowVersion bool
+
+	// given holds the long names of the options on the command line.
+	given map[string]bool
+
+	// Warnings name the options accepted without their full effect, one line each, for the caller to log.
+	Warnings []string
 }
 
 // ErrUsage marks errors caused by the command line itself.
 var ErrUsage = errors.New("usage")
-
-type kind int
-
-const (
-	flagBool kind = iota
-	flagValue
-)
-
-// spec describes one option: whether it takes a value, and how to apply it.
-type spec struct {
-	kind  kind
-	apply func(c *Config, v string) error
-}
-
-func boolFlag(set func(c *Config)) spec {
-	return spec{kind: flagBool, apply: func(c *Config, _ string) error { set(c); return nil }}
-}
-
-func valueFlag(set func(c *Config, v string) error) spec {
-	return spec{kind: flagValue, apply: set}
-}
-
-// specs maps every long option name (without dashes) to its handling. Built per call so nothing
-// package-level is mutable.
-func specs() map[string]spec {
-	return map[string]spec{
-		"prefix": valueFlag(func(c *Config, v string) error {
-			if v != "" && !strings.HasSuffix(v, "/") {
-				return fmt.Errorf("--prefix %q must end with '/'", v)
-			}
-			c.Prefix = v
-			return nil
-		}),
-		"region":           valueFlag(func(c *Config, v string) error { c.Region = v; return nonEmpty("--region", v) }),
-		"endpoint-url":     valueFlag(parseEndpoint),
-		"force-path-style": boolFlag(func(c *Config) { c.ForcePathStyle = true }),
-		"no-sign-request":  boolFlag(func(c *Config) { c.NoSignRequest = true }),
-		"read-only":        boolFlag(func(c *Config) { c.ReadOnly = true }),
-		"allow-delete":     boolFlag(func(c *Config) { c.AllowDelete = true }),
-		"allow-overwrite":  boolFlag(func(c *Config) { c.AllowOverwrite = true }),
-		"allow-other":      boolFlag(func(c *Config) { c.AllowOther = true }),
-		"allow-root":       boolFlag(func(c *Config) { c.AllowRoot = true }),
-		"foreground":       boolFlag(func(c *Config) { c.Foreground = true }),
-		"debug":            boolFlag(func(c *Config) { c.Debug = true }),
-		"help":             boolFlag(func(c *Config) { c.ShowHelp = true }),
-		"version":          boolFlag(func(c *Config) { c.ShowVersion = true }),
-		"uid": valueFlag(func(c *Config, v string) error {
-			n, err := parseID("--uid", v)
-			c.UID, c.UIDSet = n, true
-			return err
-		}),
-		"gid": valueFlag(func(c *Config, v string) error {
-			n, err := parseID("--gid", v)
-			c.GID, c.GIDSet = n, true
-			return err
-		}),
-		"dir-mode":  valueFlag(func(c *Config, v string) (err error) { c.DirMode, err = parseMode("--dir-mode", v); return err }),
-		"file-mode": valueFlag(func(c *Config, v string) (err error) { c.FileMode, err = parseMode("--file-mode", v); return err }),
-		"metadata-ttl": valueFlag(func(c *Config, v string) (err error) {
-			c.MetadataTTL, c.MinimalTTL, err = parseTTL(v)
-			return err
-		}),
-		"cache": valueFlag(func(c *Config, v string) error { c.CacheDir = v; return nonEmpty("--cache", v) }),
-		"max-cache-size": valueFlag(func(c *Config, v string) (err error) {
-			c.MaxCacheSizeMiB, err = parsePositive("--max-cache-size", v, 1, math.MaxInt64>>20)
-			return err
-		}),
-		"part-size": valueFlag(func(c *Config, v string) error {
-			n, err := parsePositive("--part-size", v, minPartSize, maxPartSize)
-			c.ReadPartSize, c.WritePartSize = n, n
-			return err
-		}),
-		"read-part-size": valueFlag(func(c *Config, v string) (err error) {
-			c.ReadPartSize, err = parsePositive("--read-part-size", v, 1, maxPartSize)
-			return err
-		}),
-		"write-part-size": valueFlag(func(c *Config, v string) (err error) {
-			c.WritePartSize, err = parsePositive("--write-part-size", v, minPartSize, maxPartSize)
-			return err
-		}),
-		"max-threads": valueFlag(func(c *Config, v string) error {
-			n, err := parsePositive("--max-threads", v, 1, 4096)
-			c.MaxThreads = int(n)
-			return err
-		}),
-		"maximum-throughput-gbps": valueFlag(func(c *Config, v string) error {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-				return fmt.Errorf("--maximum-throughput-gbps %q: want a positive number", v)
-			}
-			c.MaximumThroughputGbps = f
-			return nil
-		}),
-		"storage-class": valueFlag(func(c *Config, v string) error { c.StorageClass = v; return nonEmpty("--storage-class", v) }),
-		"sse": valueFlag(func(c *Config, v string) error {
-			switch v {
-			case "AES256", "aws:kms", "aws:kms:dsse":
-				c.SSE = v
-				return nil
-			}
-			return fmt.Errorf("--sse %q: want AES256, aws:kms or aws:kms:dsse", v)
-		}),
-		"sse-kms-key-id":    valueFlag(func(c *Config, v string) error { c.SSEKMSKeyID = v; return nonEmpty("--sse-kms-key-id", v) }),
-		"user-agent-prefix": valueFlag(func(c *Config, v string) error { c.UserAgentPrefix = v; return nil }),
-	}
-}
-
-// shortNames maps the short forms mount-s3 accepts to long names.
-func shortNames() map[string]string {
-	return map[string]string{"f": "foreground", "d": "debug", "h": "help", "V": "version"}
-}
 
 // Parse reads args (without the program name) the way mount-s3's clap parser does: `--k=v`, `--k v`
 // and bare `--k` for switches, options and positionals in any order, `--` ending options.
@@ -221,7 +143,7 @@ func Parse(args []string) (*Config, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown option --%s", ErrUsage, name)
 		}
-		if seen[name] {
+		if seen[name] && !s.repeat {
 			return nil, fmt.Errorf("%w: --%s given more than once", ErrUsage, name)
 		}
 		seen[name] = true
@@ -230,7 +152,8 @@ func Parse(args []string) (*Config, error) {
 				return nil, fmt.Errorf("%w: --%s takes no value", ErrUsage, name)
 			}
 		} else if !hasValue {
-			if i+1 >= len(args) {
+			// Like clap, a following option is not taken as the value: "--region --debug" lacks one.
+			if i+1 >= len(args) || (strings.HasPrefix(args[i+1], "-") && len(args[i+1]) > 1) {
 				return nil, fmt.Errorf("%w: --%s needs a value", ErrUsage, name)
 			}
 			i++
@@ -240,6 +163,7 @@ func Parse(args []string) (*Config, error) {
 			return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 	}
+	c.given = seen
 	if c.ShowHelp || c.ShowVersion {
 		return c, nil
 	}
@@ -247,29 +171,14 @@ func Parse(args []string) (*Config, error) {
 		return nil, fmt.Errorf("%w: want <bucket> <mountpoint>, got %d positional arguments", ErrUsage, len(positional))
 	}
 	c.Bucket, c.MountPoint = positional[0], positional[1]
-	return c, c.validate()
-}
-
-func (c *Config) validate() error {
-	if err := validBucket(c.Bucket); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := c.bucketFromURI(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	if c.MountPoint == "" {
-		return fmt.Errorf("%w: empty mountpoint", ErrUsage)
+	if err := c.validate(); err != nil {
+		return nil, err
 	}
-	if c.AllowOther && c.AllowRoot {
-		return fmt.Errorf("%w: --allow-other and --allow-root are mutually exclusive", ErrUsage)
-	}
-	if c.MaxCacheSizeMiB > 0 && c.CacheDir == "" {
-		return fmt.Errorf("%w: --max-cache-size needs --cache", ErrUsage)
-	}
-	if c.SSEKMSKeyID != "" && c.SSE != "aws:kms" && c.SSE != "aws:kms:dsse" {
-		return fmt.Errorf("%w: --sse-kms-key-id needs --sse aws:kms or aws:kms:dsse", ErrUsage)
-	}
-	if c.ReadOnly && (c.AllowDelete || c.AllowOverwrite) {
-		return fmt.Errorf("%w: --read-only conflicts with --allow-delete and --allow-overwrite", ErrUsage)
-	}
-	return nil
+	c.Warnings = c.warnings()
+	return c, nil
 }
 
 // IsFDMount reports whether the mountpoint is an already mounted FUSE fd handed over as /dev/fd/N.
@@ -282,74 +191,17 @@ func (c *Config) IsFDMount() bool {
 	return err == nil
 }
 
-func nonEmpty(flag, v string) error {
-	if v == "" {
-		return fmt.Errorf("%s: empty value", flag)
-	}
-	return nil
-}
-
-func parseEndpoint(c *Config, v string) error {
-	if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
-		return fmt.Errorf("--endpoint-url %q: want an http:// or https:// URL", v)
-	}
-	if strings.TrimPrefix(strings.TrimPrefix(v, "http://"), "https://") == "" {
-		return fmt.Errorf("--endpoint-url %q: no host", v)
-	}
-	c.EndpointURL = v
-	return nil
-}
-
-func parseID(flag, v string) (uint32, error) {
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || n == math.MaxUint32 {
-		return 0, fmt.Errorf("%s %q: want a number below 4294967295", flag, v)
-	}
-	return uint32(n), nil
-}
-
-// parseMode reads an octal permission such as 755 or 0640 (mount-s3 takes octal digits).
-func parseMode(flag, v string) (uint32, error) {
-	n, err := strconv.ParseUint(v, 8, 32)
-	if err != nil || n > 0o777 {
-		return 0, fmt.Errorf("%s %q: want octal permission bits up to 777", flag, v)
-	}
-	return uint32(n), nil
-}
-
-func parseTTL(v string) (time.Duration, bool, error) {
-	switch v {
-	case "indefinite":
-		return IndefiniteTTL, false, nil
-	case "minimal":
-		return 0, true, nil
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil {
-		return 0, false, fmt.Errorf("--metadata-ttl %q: want seconds, indefinite or minimal", v)
-	}
-	return time.Duration(n) * time.Second, false, nil
-}
-
-func parsePositive(flag, v string, minV, maxV int64) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < minV || n > maxV {
-		return 0, fmt.Errorf("%s %q: want an integer between %d and %d", flag, v, minV, maxV)
-	}
-	return n, nil
-}
-
-// validBucket applies S3's bucket naming rules loosely (3-63 of [a-z0-9.-], or an access point ARN),
-// enough to reject typos before any request is made.
+// validBucket applies mount-s3's check (3-255 of letters, digits, '.', '-' and '_', or an ARN): not S3's
+// full naming rules, just enough to catch a path or a URI given in place of the bucket.
 func validBucket(b string) error {
 	if strings.HasPrefix(b, "arn:") {
 		return nil
 	}
-	if len(b) < 3 || len(b) > 63 {
-		return fmt.Errorf("bucket %q: want 3 to 63 characters", b)
+	if len(b) < 3 || len(b) > 255 {
+		return fmt.Errorf("bucket %q: want 3 to 255 characters", b)
 	}
 	for _, r := range b {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
 			return fmt.Errorf("bucket %q: invalid character %q", b, r)
 		}
 	}
@@ -380,6 +232,16 @@ Mounts an S3 bucket with Mountpoint's semantics; accepts mount-s3's options.
   --maximum-throughput-gbps G  cap on S3 transfers, in Gbit/s (default: none)
   --storage-class C, --sse AES256|aws:kms|aws:kms:dsse, --sse-kms-key-id K  for new objects
   --user-agent-prefix S      prefix of the HTTP User-Agent
+  --transfer-acceleration, --dual-stack  endpoint choice when --endpoint-url is not given
+  --requester-pays, --expected-bucket-owner ID  request headers
+  --upload-checksums crc32c|off  checksums of uploads (default crc32c)
+  --negative-metadata-ttl S|indefinite|minimal  how long a missing name is remembered (default 0)
+  --profile P                credentials profile
+  --bind IFACE               network interface for S3 connections (repeatable)
+  -l, --log-directory DIR    write logs to a file in DIR; --no-log disables logging
+  --log-metrics              log request counts every 5 s
+  --bucket-type, --incremental-upload, --cache-xz, --auto-unmount, --debug-crt, --otlp-endpoint,
+  --otlp-export-interval     accepted; see the README for what s3-fuse does with each
   -f, --foreground           stay in the foreground
   -d, --debug                verbose logs
 Environment: AWS_MAX_ATTEMPTS and the standard AWS credential chain.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -49,6 +50,20 @@ type Options struct {
 	MaxConns int
 	// MaxBytesPerSecond caps object data moved both ways (--maximum-throughput-gbps); 0: no cap.
 	MaxBytesPerSecond float64
+	// Profile selects a profile of the shared config and credentials files (--profile).
+	Profile string
+	// DualStack and Accelerate choose S3's dual-stack or Transfer Acceleration endpoints when EndpointURL
+	// is empty (--dual-stack, --transfer-acceleration).
+	DualStack, Accelerate bool
+	// RequesterPays and ExpectedBucketOwner become headers of every request (--requester-pays,
+	// --expected-bucket-owner).
+	RequesterPays       bool
+	ExpectedBucketOwner string
+	// NoUploadChecksums leaves the CRC32C out of uploads (--upload-checksums off), for servers without
+	// additional checksums.
+	NoUploadChecksums bool
+	// Bind names network interfaces connections are bound to, in turn (--bind).
+	Bind []string
 }
 
 // Client performs object operations on one bucket.
@@ -89,6 +104,13 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		t.ReadBufferSize = 256 << 10
 		t.WriteBufferSize = 256 << 10
 	})
+	if len(o.Bind) > 0 {
+		control, err := bindControl(o.Bind)
+		if err != nil {
+			return nil, err
+		}
+		httpClient = httpClient.WithDialerOptions(func(d *net.Dialer) { d.Control = control })
+	}
 	loadOpts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(httpClient),
 		// CRC checksums on every GET and upload cost CPU that a 2-core node needs for the data itself;
@@ -101,6 +123,9 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	}
 	if o.NoSignRequest {
 		loadOpts = append(loadOpts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	}
+	if o.Profile != "" {
+		loadOpts = append(loadOpts, config.WithSharedConfigProfile(o.Profile))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
@@ -123,8 +148,17 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if o.EndpointURL != "" {
 			so.BaseEndpoint = aws.String(o.EndpointURL)
+		} else {
+			// Endpoint choices only: with --endpoint-url the user named the endpoint (options warns).
+			so.UseAccelerate = o.Accelerate
+			if o.DualStack {
+				so.EndpointOptions.UseDualStackEndpoint = aws.DualStackEndpointStateEnabled
+			}
 		}
 		so.UsePathStyle = o.ForcePathStyle
+		if h := requestHeaders(o); len(h) > 0 {
+			so.APIOptions = append(so.APIOptions, setHeaders(h))
+		}
 		if o.UserAgentPrefix != "" {
 			so.APIOptions = append(so.APIOptions, userAgentPrefix(o.UserAgentPrefix))
 		}
@@ -242,6 +276,14 @@ func crc32cHeader(sum uint32) *string {
 	return aws.String(base64.StdEncoding.EncodeToString(b[:]))
 }
 
+// checksum is the x-amz-checksum-crc32c value of sum, or nil with --upload-checksums off.
+func (c *Client) checksum(sum uint32) *string {
+	if c.opts.NoUploadChecksums {
+		return nil
+	}
+	return crc32cHeader(sum)
+}
+
 // Put uploads a whole object in one request, with the CRC32C of data (sum) for the server to check.
 func (c *Client) Put(ctx context.Context, key string, data []byte, sum uint32) (string, error) {
 	if err := c.throughput.Wait(ctx, len(data)); err != nil {
@@ -249,7 +291,7 @@ func (c *Client) Put(ctx context.Context, key string, data []byte, sum uint32) (
 	}
 	in := &s3.PutObjectInput{
 		Bucket: &c.bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
-		ChecksumCRC32C: crc32cHeader(sum),
+		ChecksumCRC32C: c.checksum(sum),
 	}
 	c.applyPut(&in.StorageClass, &in.ServerSideEncryption, &in.SSEKMSKeyId)
 	out, err := c.s3.PutObject(ctx, in, unsignedPayload)
@@ -263,7 +305,10 @@ func (c *Client) Put(ctx context.Context, key string, data []byte, sum uint32) (
 // Declaring the algorithm up front also spares the server a checksum of its own choosing (versitygw
 // would compute CRC64NVME of every part, twice the CPU of the CRC32C it verifies instead).
 func (c *Client) CreateMultipart(ctx context.Context, key string) (string, error) {
-	in := &s3.CreateMultipartUploadInput{Bucket: &c.bucket, Key: &key, ChecksumAlgorithm: types.ChecksumAlgorithmCrc32c}
+	in := &s3.CreateMultipartUploadInput{Bucket: &c.bucket, Key: &key}
+	if !c.opts.NoUploadChecksums {
+		in.ChecksumAlgorithm = types.ChecksumAlgorithmCrc32c
+	}
 	c.applyPut(&in.StorageClass, &in.ServerSideEncryption, &in.SSEKMSKeyId)
 	out, err := c.s3.CreateMultipartUpload(ctx, in)
 	if err != nil {
@@ -281,7 +326,7 @@ func (c *Client) UploadPart(ctx context.Context, key, uploadID string, n int32, 
 	}
 	out, err := c.s3.UploadPart(ctx, &s3.UploadPartInput{
 		Bucket: &c.bucket, Key: &key, UploadId: &uploadID, PartNumber: &n,
-		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))), ChecksumCRC32C: crc32cHeader(sum),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))), ChecksumCRC32C: c.checksum(sum),
 	}, unsignedPayload)
 	if err != nil {
 		return "", err
@@ -293,7 +338,7 @@ func (c *Client) UploadPart(ctx context.Context, key, uploadID string, n int32, 
 func (c *Client) CompleteMultipart(ctx context.Context, key, uploadID string, done []upload.Part) (string, error) {
 	parts := make([]types.CompletedPart, len(done))
 	for i, p := range done {
-		parts[i] = types.CompletedPart{ETag: aws.String(p.ETag), PartNumber: aws.Int32(int32(i + 1)), ChecksumCRC32C: crc32cHeader(p.CRC32C)}
+		parts[i] = types.CompletedPart{ETag: aws.String(p.ETag), PartNumber: aws.Int32(int32(i + 1)), ChecksumCRC32C: c.checksum(p.CRC32C)}
 	}
 	out, err := c.s3.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
 		Bucket: &c.bucket, Key: &key, UploadId: &uploadID, MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},

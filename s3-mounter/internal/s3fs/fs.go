@@ -34,7 +34,10 @@ type Config struct {
 	UID, GID          uint32
 	DirMode, FileMode uint32
 	// MetadataTTL is how long lookups and listings are trusted; 0 with MinimalTTL for "minimal".
-	MetadataTTL    time.Duration
+	MetadataTTL time.Duration
+	// NegativeTTL is how long the kernel may remember that a name does not exist
+	// (--negative-metadata-ttl; 0 by default, so an object created elsewhere shows up at once).
+	NegativeTTL    time.Duration
 	ReadOnly       bool
 	AllowDelete    bool
 	AllowOverwrite bool
@@ -86,7 +89,7 @@ func NewRoot(ctx context.Context, client Client, cfg Config) *DirNode {
 // Mountpoint's permission options.
 func MountOptions(cfg Config, fsName string) *fs.Options {
 	ttl := min(cfg.MetadataTTL, maxKernelTTL)
-	neg := time.Duration(0)
+	neg := min(cfg.NegativeTTL, maxKernelTTL)
 	opts := &fs.Options{
 		EntryTimeout:    &ttl,
 		AttrTimeout:     &ttl,

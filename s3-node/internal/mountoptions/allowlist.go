@@ -4,70 +4,43 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/stowage-csi/stowage/shared/mountpointopts"
 )
 
-// kind says whether an option takes a value.
-type kind int
+// lookup finds key ("--k", "-k" or "--k" for a short alias) in Mountpoint's option list and returns the
+// option with the key normalised to its long form. Upstream drops "-v" although mount-s3 has no such
+// option (its version flag is -V); it is kept here so manifests written for upstream still work.
+func lookup(key string) (mountpointopts.Option, string, bool) {
+	if key == "-v" {
+		return mountpointopts.Option{Name: "v", Node: mountpointopts.Drop}, key, true
+	}
+	o, ok := mountpointopts.Lookup(strings.TrimLeft(key, "-"))
+	if !ok {
+		return o, key, false
+	}
+	return o, o.Flag(), true
+}
 
-const (
-	flag  kind = iota // --k, no value
-	value             // --k=v, a value required
-)
-
-func (k kind) check(key, v string) error {
+// check applies the option's shape (value or not) to v.
+func check(o mountpointopts.Option, key, v string) error {
 	switch {
-	case k == flag && v != "":
+	case !o.Value && v != "":
 		return fmt.Errorf("%s takes no value", key)
-	case k == value && v == "":
+	case o.Value && v == "":
 		return fmt.Errorf("%s needs a value", key)
 	}
 	return nil
 }
 
-// allowed is every Mountpoint option a workload may set (mount-s3 --help of Mountpoint 1.x, and the
-// options upstream's documentation and examples use). Options that would let a volume escape the node's
-// control (--profile next to the node's credentials, --auto-unmount, log files outside the Pod's view of
-// itself) are left out on purpose.
-var allowed = map[string]kind{
-	// Bucket and endpoint.
-	"--prefix": value, "--region": value, "--endpoint-url": value, "--force-path-style": flag,
-	"--transfer-acceleration": flag, "--dual-stack": flag, "--requester-pays": flag,
-	"--expected-bucket-owner": value, "--no-sign-request": flag, "--bind": value,
-	// Writes.
-	"--read-only": flag, "--allow-delete": flag, "--allow-overwrite": flag, "--incremental-upload": flag,
-	"--storage-class": value, "--sse": value, "--sse-kms-key-id": value, "--upload-checksums": value,
-	// Ownership and access.
-	"--uid": value, "--gid": value, "--dir-mode": value, "--file-mode": value,
-	"--allow-other": flag, "--allow-root": flag,
-	// Caching.
-	"--cache": value, "--metadata-ttl": value, "--max-cache-size": value,
-	"--cache-xz": value,
-	// Throughput.
-	"--maximum-throughput-gbps": value, "--max-threads": value, "--part-size": value,
-	"--read-part-size": value, "--write-part-size": value, "--aws-max-attempts": value,
-	// Logging and metrics.
-	"--debug": flag, "--debug-crt": flag, "--log-metrics": flag, "--no-log": flag, "--log-directory": value,
-	"--otlp-endpoint": value,
-	// Forced by the node; accepted so that manifests written for upstream keep working.
-	"--user-agent-prefix": value,
-}
-
-// dropped are accepted and ignored, as upstream: the node decides how Mountpoint runs.
-var dropped = map[string]struct{}{
-	"--foreground": {}, "-f": {}, "--help": {}, "-h": {}, "--version": {}, "-v": {}, "-V": {},
-}
-
-// refused are rejected with a reason, as upstream rejects them.
-var refused = map[string]string{
-	"-o":          "fstab-style -o options are not Mountpoint options; list each option on its own",
-	"--ca-bundle": "a CA bundle path would name a file on the node, which the Mountpoint Pod cannot read",
-}
-
-// AllowedList names the allowed options, sorted, for error messages and the README.
+// AllowedList names the options a volume may set (every mount-s3 option the node passes on or rewrites),
+// sorted, for error messages.
 func AllowedList() string {
-	names := make([]string, 0, len(allowed))
-	for k := range allowed {
-		names = append(names, strings.TrimPrefix(k, "--"))
+	var names []string
+	for _, o := range mountpointopts.All() {
+		if o.Node == mountpointopts.Pass || o.Node == mountpointopts.Rewrite {
+			names = append(names, o.Name)
+		}
 	}
 	sort.Strings(names)
 	return strings.Join(names, ", ")

@@ -1,14 +1,17 @@
 // Package mountoptions parses a PersistentVolume's mountOptions into Mountpoint's command-line arguments
-// and applies Stowage's policy to them: an allow-list of the options Mountpoint users rely on (anything
-// else is refused with the option's name, where upstream passes it on to mount-s3 blindly), and
-// upstream's rewrites (read-only, fsGroup, retries, user agent, cache).
+// and applies Stowage's policy to them: an allow-list of mount-s3's options (shared/mountpointopts; an
+// option mount-s3 does not know is refused with its name, where upstream passes it on and mount-s3 exits
+// 2), upstream's refusals, and upstream's rewrites (read-only, fsGroup, retries, user agent, cache).
 package mountoptions
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/stowage-csi/stowage/shared/mountpointopts"
 )
 
 // Args is a set of Mountpoint arguments keyed by their long name with its "--"; a flag without a value
@@ -28,14 +31,21 @@ func (a Args) SetIfAbsent(key, value string) {
 	}
 }
 
-// List returns the arguments as Mountpoint takes them, "--k=v" or "--k", sorted as upstream sends them.
+// multiSep joins the values of a repeatable option (--bind) in Args; values never hold control characters,
+// so it cannot occur inside one.
+const multiSep = "\x00"
+
+// List returns the arguments as Mountpoint takes them, "--k=v" or "--k", sorted as upstream sends them; a
+// repeatable option gives one argument per value.
 func (a Args) List() []string {
 	out := make([]string, 0, len(a))
 	for k, v := range a {
 		if v == "" {
 			out = append(out, k)
-		} else {
-			out = append(out, k+"="+v)
+			continue
+		}
+		for _, one := range strings.Split(v, multiSep) {
+			out = append(out, k+"="+one)
 		}
 	}
 	sort.Strings(out)
@@ -43,10 +53,13 @@ func (a Args) List() []string {
 }
 
 // Parse reads mount options in any of upstream's forms, "k v", "k=v", "k", each with or without leading
-// dashes, into Args. It refuses what upstream refuses (fstab-style "-o", --ca-bundle), anything outside the
-// allow-list, malformed keys, control characters, and a key given twice with different values (mount-s3
-// would refuse that later, with a less helpful message). Mountpoint's own --foreground, --help and --version
-// are dropped, as upstream.
+// dashes, into Args. It follows Mountpoint's option list (shared/mountpointopts): options the node drops
+// (--foreground, --help, --version, as upstream) are skipped; refused ones (fstab-style "-o", --ca-bundle,
+// as upstream, and --auto-unmount, which mount-s3 refuses on the node's FUSE fd) fail with the option's name
+// and the reason; so does anything mount-s3 does not know, where upstream passes it on and mount-s3 exits 2.
+// Malformed keys, control characters, and a key given twice with different values (mount-s3 would refuse
+// it later, with a less helpful message) fail too, except for options mount-s3 takes repeatedly (--bind).
+// Short aliases become long names (-d is --debug).
 func Parse(options []string) (Args, error) {
 	args := Args{}
 	for _, item := range options {
@@ -57,25 +70,40 @@ func Parse(options []string) (Args, error) {
 		if key == "" {
 			continue
 		}
-		if _, drop := dropped[key]; drop {
-			continue
-		}
-		if reason, ok := refused[key]; ok {
-			return nil, fmt.Errorf("mount option %q is not supported: %s", item, reason)
-		}
-		kind, ok := allowed[key]
+		opt, long, ok := lookup(key)
 		if !ok {
-			return nil, fmt.Errorf("mount option %q (%s) is not allowed; allowed options: %s", item, key, AllowedList())
+			return nil, fmt.Errorf("mount option %q (%s) is not a Mountpoint option; allowed options: %s", item, key, AllowedList())
 		}
-		if err := kind.check(key, value); err != nil {
+		switch opt.Node {
+		case mountpointopts.Drop:
+			continue
+		case mountpointopts.Refuse:
+			return nil, fmt.Errorf("mount option %q (%s) is not supported: %s", item, long, opt.Reason)
+		}
+		if err := check(opt, long, value); err != nil {
 			return nil, fmt.Errorf("mount option %q: %w", item, err)
 		}
-		if old, seen := args[key]; seen && old != value {
-			return nil, fmt.Errorf("mount option %s given twice, with %q and %q", key, old, value)
+		if err := args.add(opt, long, value); err != nil {
+			return nil, err
 		}
-		args[key] = value
 	}
 	return args, nil
+}
+
+// add records key=value; a repeatable option keeps every distinct value.
+func (a Args) add(opt mountpointopts.Option, key, value string) error {
+	old, seen := a[key]
+	switch {
+	case !seen:
+		a[key] = value
+	case opt.Repeatable:
+		if !slices.Contains(strings.Split(old, multiSep), value) {
+			a[key] = old + multiSep + value
+		}
+	case old != value:
+		return fmt.Errorf("mount option %s given twice, with %q and %q", key, old, value)
+	}
+	return nil
 }
 
 // split normalises one item into ("--k", value). Single-letter short options keep one dash.
