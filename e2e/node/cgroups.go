@@ -15,8 +15,8 @@ import (
 // cgroupMount is where the cgroup v1 hierarchies are mounted on these machines (cgroup v1 hybrid).
 const cgroupMount = "/sys/fs/cgroup"
 
-// cgroupRoot is the kubelet's --cgroup-root for one node: a path created in every cgroup v1 hierarchy (the
-// kubelet wants it to exist in each), under the memory cgroup this process runs in, so the node's Pods are
+// cgroupRoot is the kubelet's --cgroup-root for one node: a path created in every cgroup hierarchy (the
+// kubelet wants it to exist in each v1 one), under the memory cgroup this process runs in, so the node's Pods are
 // counted against the same memory limit as the test that started them.
 type cgroupRoot struct {
 	path    string   // as the kubelet sees it, e.g. /process_api/x/stowage-node-a-1234
@@ -41,7 +41,9 @@ func newCgroupRoot(name string) (_ *cgroupRoot, err error) {
 		return nil, fmt.Errorf("list cgroup hierarchies: %w", err)
 	}
 	for _, h := range hierarchies {
-		if !h.IsDir() || h.Name() == "unified" { // the kubelet runs cgroup v1 here; v2's hybrid part is unused
+		// The unified (v2) hierarchy of a hybrid setup too: runc creates each container's cgroup there as well,
+		// so the path is created (and removed) there like in the v1 hierarchies.
+		if !h.IsDir() {
 			continue
 		}
 		if err := root.mkdirAll(filepath.Join(cgroupMount, h.Name()), h.Name() == "cpuset"); err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
@@ -30,15 +31,20 @@ func NewNetwork(ctx context.Context) (_ *Network, err error) {
 		return nil, err
 	}
 	defer unlock()
+	if err := removeOrphanBridges(ctx); err != nil {
+		return nil, err
+	}
 	used, err := usedSubnets()
 	if err != nil {
 		return nil, err
 	}
-	suffix := make([]byte, 4)
+	suffix := make([]byte, 2)
 	if _, err := rand.Read(suffix); err != nil {
 		return nil, err
 	}
-	name := "stw" + hex.EncodeToString(suffix) // at most 15 bytes, as Linux wants
+	// The name carries the creating process's ID, so a later run can tell a bridge whose test was killed
+	// (SIGKILL runs no cleanup) from one in use. At most 15 bytes, as Linux wants.
+	name := fmt.Sprintf("%s%x-%s", bridgePrefix, os.Getpid(), hex.EncodeToString(suffix))
 	for second := 200; second < 250; second++ {
 		subnet := &net.IPNet{IP: net.IPv4(10, byte(second), 0, 0).To4(), Mask: net.CIDRMask(16, 32)}
 		if used[subnet.String()] {
@@ -51,6 +57,34 @@ func NewNetwork(ctx context.Context) (_ *Network, err error) {
 		return n, nil
 	}
 	return nil, fmt.Errorf("no free 10.200-249.0.0/16 for a Pod network")
+}
+
+// bridgePrefix starts the name of every bridge NewNetwork creates: stw<pid in hex>-<random>.
+const bridgePrefix = "stw"
+
+// removeOrphanBridges deletes the rig's bridges whose creating process is gone.
+func removeOrphanBridges(ctx context.Context) error {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return fmt.Errorf("list interfaces: %w", err)
+	}
+	for _, ifc := range ifaces {
+		pidHex, _, ok := strings.Cut(strings.TrimPrefix(ifc.Name, bridgePrefix), "-")
+		if !strings.HasPrefix(ifc.Name, bridgePrefix) || !ok {
+			continue
+		}
+		pid, err := strconv.ParseInt(pidHex, 16, 32)
+		if err != nil {
+			continue
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			continue
+		}
+		if err := ip(ctx, "link", "del", ifc.Name); err != nil {
+			return fmt.Errorf("remove the bridge of a run that was killed: %w", err)
+		}
+	}
+	return nil
 }
 
 // usedSubnets returns the /16 of every IPv4 address on this machine's interfaces.
