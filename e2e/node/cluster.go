@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // Spec names one node of a cluster and its zone.
@@ -37,15 +39,25 @@ type Cluster struct {
 	Network *Network
 	Proxy   *Proxy
 	Nodes   []*Node
+	unlock  func()
 }
 
+// clusterLock is held by the one cluster with real nodes this machine runs at a time: every cluster's
+// kube-proxy programs the same host netfilter tables (and all give the kubernetes Service 10.96.0.1), so a
+// second one would rewrite the first's rules, and its cleanup would remove them.
+func clusterLock() string { return filepath.Join(os.TempDir(), "stowage-real-nodes.lock") }
+
 // StartCluster starts the Pod network, the control plane reachable from it, kube-proxy, and the nodes (in
-// parallel), and returns once every node is Ready. On error, everything it started is torn down.
+// parallel), and returns once every node is Ready. It waits while another process runs such a cluster. On error, everything it started is torn down.
 func StartCluster(ctx context.Context, opts ClusterOptions) (_ *Cluster, err error) {
 	if len(opts.Nodes) == 0 {
 		return nil, errors.New("a cluster needs at least one node")
 	}
-	c := &Cluster{}
+	unlock, err := rig.LockFile(ctx, clusterLock())
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{unlock: unlock}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop(context.WithoutCancel(ctx)))
@@ -99,6 +111,10 @@ func (c *Cluster) Stop(ctx context.Context) error {
 	}
 	if c.Network != nil {
 		errs = append(errs, c.Network.Delete(ctx))
+	}
+	if c.unlock != nil {
+		c.unlock()
+		c.unlock = nil
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("tear down cluster: %w", err)
