@@ -23,12 +23,16 @@ import (
 // Stowage's is killed with CreateSnapshot in flight and upstream's finishes the snapshot from the
 // being-created annotation; then upstream's is killed and Stowage's deletes the released content's snapshot.
 func TestE2ECSISnapshotterSwapWithUpstream(t *testing.T) {
-	r := startRig(t)
-	f := newFixture(t, r, 10*time.Minute)
-	upstream, err := tools.Binary(f.ctx, tools.ExternalSnapshotter(), "csi-snapshotter")
+	// The peer is built (or taken from the cache) before the scenario's clock starts: a first build takes
+	// minutes on 2 cores, and ate the scenario's whole 10 minutes on a fresh machine.
+	buildCtx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	upstream, err := tools.Binary(buildCtx, tools.ExternalSnapshotter(), "csi-snapshotter")
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := startRig(t)
+	f := newFixture(t, r, 10*time.Minute)
 	drv := startDriver(t, "swap.csi.stowage.io")
 	f.createClass(newClass("swap", drv.Name()))
 	vol := drv.AddVolume("pv-swap", 1<<30)
