@@ -34,8 +34,8 @@ func TestE2ES3DriverMountErrors(t *testing.T) {
 		want: []string{"Mountpoint in Pod", "bucket bucket-missing is not accessible", "NotFound"},
 	}, {
 		name: "refused mount option",
-		vol:  s3stack.Volume{Name: "bad-option", Bucket: "bucket-bad-option", MountOptions: []string{"profile x"}},
-		want: []string{"InvalidArgument", "--profile"},
+		vol:  s3stack.Volume{Name: "bad-option", Bucket: "bucket-bad-option", MountOptions: []string{"ca-bundle /etc/x"}},
+		want: []string{"InvalidArgument", "--ca-bundle"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			mps := watchMountpointPods(t, s)
