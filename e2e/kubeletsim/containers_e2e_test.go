@@ -279,16 +279,9 @@ func (n *runNode) checkStopKills(t *testing.T) {
 // processesWith lists the host processes whose command line holds s.
 func processesWith(t *testing.T, s string) []string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	out, err := rig.ProcessesWith(s)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(cmdline), s) {
-			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
-		}
 	}
 	return out
 }

@@ -130,13 +130,10 @@ func (c *Cluster) NodeLogTail(lines int) string {
 		if n == nil || n.layout.logs == "" {
 			continue
 		}
-		for _, name := range []string{"node", "containerd", "kubelet"} {
-			p := filepath.Join(n.layout.logs, name+".log")
-			fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s\n", p, n.Name, tail(p, lines))
-		}
+		b.WriteString(n.logTails(lines))
 	}
 	if c.Proxy != nil && c.Proxy.LogPath() != "" {
-		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", c.Proxy.LogPath(), tail(c.Proxy.LogPath(), lines))
+		fmt.Fprintf(&b, "--- last lines of %s ---\n%s\n", c.Proxy.LogPath(), rig.TailFile(c.Proxy.LogPath(), lines))
 	}
 	return b.String()
 }

@@ -255,12 +255,17 @@ func (n *Node) ImportImage(ctx context.Context, archive string) error {
 
 // failure describes why the node is not usable, with the tails of its logs.
 func (n *Node) failure(msg string, err error) error {
+	return fmt.Errorf("node %s %s: %w\n%s", n.Name, msg, err, n.logTails(30))
+}
+
+// logTails returns the last lines of the node's init, containerd and kubelet logs.
+func (n *Node) logTails(lines int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "node %s %s: %v", n.Name, msg, err)
 	for _, name := range []string{"node", "containerd", "kubelet"} {
-		fmt.Fprintf(&b, "\n--- last lines of %s.log ---\n%s", name, tail(filepath.Join(n.layout.logs, name+".log"), 30))
+		p := filepath.Join(n.layout.logs, name+".log")
+		fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s\n", p, n.Name, rig.TailFile(p, lines))
 	}
-	return errors.New(b.String())
+	return b.String()
 }
 
 // LogDir is where the node's logs are (node, containerd, kubelet); it goes with Stop.
@@ -339,18 +344,6 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-func tail(path string, lines int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // StateDir is the node's directory on the host (certificates, configs, the kubelet's root, logs); Stop

@@ -101,7 +101,11 @@ func TestE2ERealNodes(t *testing.T) {
 		if _, err := os.Stat(state); !os.IsNotExist(err) {
 			t.Errorf("node state %s is left (stat: %v)", state, err)
 		}
-		if procs := processesMentioning(t, state); len(procs) > 0 {
+		procs, err := rig.ProcessesWith(state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) > 0 {
 			t.Errorf("processes of a stopped node are left: %v", procs)
 		}
 		if mounts := mountsMentioning(t, state); len(mounts) > 0 {
@@ -124,26 +128,6 @@ func TestE2ERealNodes(t *testing.T) {
 	if strings.Contains(string(out), "KUBE-SERVICES") {
 		t.Errorf("kube-proxy's rules are left:\n%s", out)
 	}
-}
-
-// processesMentioning lists the command lines that name path.
-func processesMentioning(t *testing.T, path string) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue // not a process, or gone
-		}
-		if s := strings.ReplaceAll(string(cmdline), "\x00", " "); strings.Contains(s, path) {
-			out = append(out, e.Name()+": "+s)
-		}
-	}
-	return out
 }
 
 // mountsMentioning lists this mount namespace's mounts whose source or target names path.

@@ -117,14 +117,34 @@ func (p *Process) Stop(grace time.Duration) {
 }
 
 // Tail returns the last lines of the process's log.
-func (p *Process) Tail(lines int) string {
-	data, err := os.ReadFile(p.LogPath)
+func (p *Process) Tail(lines int) string { return TailFile(p.LogPath, lines) }
+
+// TailFile returns the last lines of the file at path, or a line saying why it cannot be read.
+func TailFile(path string, lines int) string {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", p.LogPath, err)
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
 	}
 	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
 	if len(all) > lines {
 		all = all[len(all)-lines:]
 	}
 	return strings.Join(all, "\n")
+}
+
+// ProcessesWith lists this machine's processes whose command line holds s, each as "<pid>: <command line>",
+// for a teardown check.
+func ProcessesWith(s string) ([]string, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), s) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return out, nil
 }
