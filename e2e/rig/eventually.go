@@ -28,3 +28,16 @@ func Eventually(t testing.TB, ctx context.Context, timeout time.Duration, what s
 		t.Fatalf("waiting %s for %s: %v (last error: %v)", timeout, what, err, last)
 	}
 }
+
+// StartDeadline is when a harness that starts something slow (cold builds, a cluster) for t must give up:
+// limit from now, but margin before the test binary's own deadline, so the start fails with its own error and
+// the teardown still runs instead of the test binary panicking.
+func StartDeadline(t testing.TB, limit, margin time.Duration) time.Time {
+	deadline := time.Now().Add(limit)
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if testDeadline, set := d.Deadline(); set && testDeadline.Add(-margin).Before(deadline) {
+			deadline = testDeadline.Add(-margin)
+		}
+	}
+	return deadline
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // startTimeout covers a cold build of the binaries (minutes on 2 cores) plus the start itself.
@@ -26,13 +27,7 @@ func Start(t testing.TB) *cluster.Cluster {
 // StartWith is Start with options, e.g. extra kube-apiserver flags for an audit log.
 func StartWith(t testing.TB, opts cluster.Options) *cluster.Cluster {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if testDeadline, set := d.Deadline(); set && testDeadline.Add(-cleanupMargin).Before(deadline) {
-			deadline = testDeadline.Add(-cleanupMargin)
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), rig.StartDeadline(t, startTimeout, cleanupMargin))
 	defer cancel()
 	c, err := cluster.Start(ctx, opts)
 	if err != nil {

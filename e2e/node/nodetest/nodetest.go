@@ -29,13 +29,7 @@ func TwoZones() []node.Spec {
 // extraImages; it tears everything down when t ends, logging the nodes' log tails first if t failed.
 func Start(t testing.TB, nodes []node.Spec, extraImages ...string) *node.Cluster {
 	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
-		if testDeadline, set := d.Deadline(); set && testDeadline.Add(-cleanupMargin).Before(deadline) {
-			deadline = testDeadline.Add(-cleanupMargin)
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), rig.StartDeadline(t, startTimeout, cleanupMargin))
 	defer cancel()
 	root, err := rig.RepoRoot(".")
 	if err != nil {
