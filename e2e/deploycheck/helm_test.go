@@ -3,6 +3,7 @@ package deploycheck
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +75,18 @@ var ebsSlots = map[string]string{
 	"node-driver-registrar": "sidecars.nodeDriverRegistrar.image",
 }
 
+// ebsControllerSidecars are the values keys of stowage-ebs's controller sidecars.
+var ebsControllerSidecars = []string{"provisioner", "attacher", "resizer", "snapshotter"}
+
+// withUpstreamRates is set(kv...) with each controller sidecar's kubeAPIQPS and kubeAPIBurst at upstream's
+// manifests' 20 and 100: the kustomize components pass those, the chart only when its values ask.
+func withUpstreamRates(kv ...any) map[string]any {
+	for _, key := range ebsControllerSidecars {
+		kv = append(kv, "sidecars."+key+".kubeAPIQPS", 20, "sidecars."+key+".kubeAPIBurst", 100)
+	}
+	return set(kv...)
+}
+
 // TestHelmEBS renders stowage-ebs with its default values, with each container switched to upstream's
 // image, with metrics on, and with each sidecar left out; checks every result like the kustomize ones.
 func TestHelmEBS(t *testing.T) {
@@ -81,7 +94,7 @@ func TestHelmEBS(t *testing.T) {
 	for slot, path := range ebsSlots {
 		cases = append(cases, chartCase{"upstream-" + slot, set(path+".upstream", true)})
 	}
-	for _, key := range []string{"provisioner", "attacher", "resizer", "snapshotter"} {
+	for _, key := range ebsControllerSidecars {
 		cases = append(cases, chartCase{"without-" + key, set("sidecars."+key+".enabled", false)})
 	}
 	cases = append(cases, chartCase{"taints", set("node.tolerateAllTaints", false, "controller.replicaCount", 3)})
@@ -108,7 +121,7 @@ func TestHelmEBSMatchesKustomize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hpods, err := Pods(renderChart(t, "stowage-ebs", set("controller.userAgentExtra", "kustomize")))
+	hpods, err := Pods(renderChart(t, "stowage-ebs", withUpstreamRates("controller.userAgentExtra", "kustomize")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +146,55 @@ func TestHelmEBSMatchesKustomize(t *testing.T) {
 		if _, ok := want[k]; !ok {
 			t.Errorf("%s: only in the chart", k)
 		}
+	}
+}
+
+// TestHelmEBSRateLimits: by default the chart passes Stowage's sidecars no --kube-api-qps or --kube-api-burst,
+// so they run at the API server's pace; upstream's image in a slot keeps upstream's 20 and 100, the values set
+// them, and an --kube-api-qps in additionalArgs (how upstream's chart users set it) is the last one, the one
+// that counts.
+func TestHelmEBSRateLimits(t *testing.T) {
+	for _, key := range ebsControllerSidecars {
+		name := "csi-" + key
+		t.Run(key, func(t *testing.T) {
+			for _, c := range []struct {
+				name   string
+				values map[string]any
+				want   []string
+			}{
+				{"defaults", nil, nil},
+				{"upstream image", set("sidecars."+key+".image.upstream", true), []string{"--kube-api-qps=20", "--kube-api-burst=100"}},
+				{"values", set("sidecars."+key+".kubeAPIQPS", 50, "sidecars."+key+".kubeAPIBurst", 80), []string{"--kube-api-qps=50", "--kube-api-burst=80"}},
+				{"qps alone", set("sidecars."+key+".kubeAPIQPS", 7.5), []string{"--kube-api-qps=7.5"}},
+				{"additionalArgs", set("sidecars."+key+".image.upstream", true, "sidecars."+key+".additionalArgs", []any{"--kube-api-qps=7"}), []string{"--kube-api-qps=20", "--kube-api-burst=100", "--kube-api-qps=7"}},
+			} {
+				pods, err := Pods(renderChart(t, "stowage-ebs", c.values))
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := false
+				for _, p := range pods {
+					for _, ctr := range p.Spec.Containers {
+						if ctr.Name != name {
+							continue
+						}
+						found = true
+						var got []string
+						for _, a := range ctr.Args {
+							if strings.HasPrefix(a, "--kube-api-qps") || strings.HasPrefix(a, "--kube-api-burst") {
+								got = append(got, a)
+							}
+						}
+						if !slices.Equal(got, c.want) {
+							t.Errorf("%s: %s in %s passes %q, want %q", c.name, name, p.Name, got, c.want)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%s: no container %s", c.name, name)
+				}
+			}
+		})
 	}
 }
 

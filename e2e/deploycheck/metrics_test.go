@@ -70,7 +70,7 @@ func TestKustomizeMetricsMatchesChart(t *testing.T) {
 		values      map[string]any
 		k           Kustomization
 	}{
-		{"ebs", "stowage-ebs", set("controller.userAgentExtra", "kustomize", "controller.enableMetrics", true, "node.enableMetrics", true,
+		{"ebs", "stowage-ebs", withUpstreamRates("controller.userAgentExtra", "kustomize", "controller.enableMetrics", true, "node.enableMetrics", true,
 			"controller.serviceMonitor.forceEnable", true), ebs},
 		{"s3", "stowage-s3", set("controller.enableMetrics", true, "controller.serviceMonitor.forceEnable", true, "sidecars.provisioner.enabled", true), s3},
 		{"s3-without-provisioner", "stowage-s3", set("controller.enableMetrics", true),

@@ -96,3 +96,23 @@ metrics are on, then additionalArgs. Takes dict "root" $ "s" its values "name" c
     allowPrivilegeEscalation: false
     readOnlyRootFilesystem: true
 {{- end -}}
+
+{{/*
+A controller sidecar's --kube-api-qps and --kube-api-burst, as a JSON list, from its kubeAPIQPS and kubeAPIBurst
+values. Unset, Stowage's sidecar gets neither and runs without a client-side limit, at the pace the API
+server's Priority and Fairness allows; upstream's image gets its manifests' 20 and 100, because its binaries
+fall back to client-go's 5 and 10. An --kube-api-qps in additionalArgs comes later and wins, as upstream's
+chart users set it. Takes the sidecar's values.
+*/}}
+{{- define "stowage-ebs.rateArgs" -}}
+{{- $qps := toString (default "" .kubeAPIQPS) -}}
+{{- $burst := toString (default "" .kubeAPIBurst) -}}
+{{- if .image.upstream -}}
+{{- $qps = default "20" $qps -}}
+{{- $burst = default "100" $burst -}}
+{{- end -}}
+{{- $args := list -}}
+{{- if $qps -}}{{- $args = append $args (printf "--kube-api-qps=%s" $qps) -}}{{- end -}}
+{{- if $burst -}}{{- $args = append $args (printf "--kube-api-burst=%s" $burst) -}}{{- end -}}
+{{- toJson $args -}}
+{{- end -}}
