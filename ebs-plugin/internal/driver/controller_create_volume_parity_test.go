@@ -24,16 +24,19 @@ func TestCreateVolumeBlockAttachUntilInitialized(t *testing.T) {
 		{name: "unset: no context", params: nil, wantCtx: nil},
 		{name: "true", params: map[string]string{"blockAttachUntilInitialized": "true"},
 			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
-		{name: "key is case-insensitive, value normalised", params: map[string]string{"BLOCKATTACHUNTILINITIALIZED": "True"},
+		{name: "key is case-insensitive", params: map[string]string{"BLOCKATTACHUNTILINITIALIZED": "true"},
 			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
+		// As upstream, only "true" turns it on (with a warning in the log for other values).
+		{name: "True is off", params: map[string]string{"blockAttachUntilInitialized": "True"}, wantCtx: nil},
 		{name: "false: no context", params: map[string]string{"blockAttachUntilInitialized": "false"}, wantCtx: nil},
-		{name: "with format options", params: map[string]string{"blockAttachUntilInitialized": "1", "blockSize": "4096"},
+		{name: "with format options", params: map[string]string{"blockAttachUntilInitialized": "true", "blockSize": "4096"},
 			wantCtx: map[string]string{"blockattachuntilinitialized": "true", "blocksize": "4096"}},
 		{name: "block volume", params: map[string]string{"blockAttachUntilInitialized": "true"},
 			caps:    []*csi.VolumeCapability{blockCap(csi.VolumeCapability_AccessMode_SINGLE_NODE_WRITER)},
 			wantCtx: map[string]string{"blockattachuntilinitialized": "true"}},
-		{name: "invalid value", params: map[string]string{"blockAttachUntilInitialized": "yes-please"},
-			wantCode: codes.InvalidArgument, wantInMsg: []string{"blockAttachUntilInitialized", "yes-please"}},
+		{name: "another value is off", params: map[string]string{"blockAttachUntilInitialized": "yes-please"}, wantCtx: nil},
+		{name: "invalid format option", params: map[string]string{"blockAttachUntilInitialized": "true", "blockSize": "4k;x"},
+			wantCode: codes.InvalidArgument, wantInMsg: []string{"blockSize", "4k;x"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

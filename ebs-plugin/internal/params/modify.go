@@ -55,19 +55,19 @@ func ParseModify(raw map[string]string, createTime bool) (*Modify, error) {
 				return nil, invalid(key, value, "unknown volume type; want one of gp2, gp3, io1, io2, sc1, st1, standard")
 			}
 		case "iops":
-			m.IOPS, err = positiveInt32(key, value)
+			m.IOPS, err = count(key, value)
 		case "throughput":
-			m.Throughput, err = positiveInt32(key, value)
+			m.Throughput, err = count(key, value)
 		case KeyIOPSPerGB:
 			if createTime {
 				return nil, invalid(key, value, "not a mutable parameter")
 			}
-			m.IOPSPerGB, err = positiveInt32(key, value)
+			m.IOPSPerGB, err = count(key, value)
 		case KeyAllowAutoIOPSIncreaseOnModify:
 			if createTime {
 				return nil, invalid(key, value, "not a mutable parameter")
 			}
-			m.AllowIOPSIncreaseOnModify, err = parseBool(key, value)
+			m.AllowIOPSIncreaseOnModify = flag(key, value, &m.Warnings)
 			m.AllowIOPSIncreaseOnModifySet = true
 		case KeyPVCName:
 			m.PVCName = value

@@ -92,3 +92,12 @@ func ParseSnapshot(raw map[string]string) (*Snapshot, error) {
 	}
 	return s, nil
 }
+
+// positiveInt32 parses a snapshot lock's days or hours, which EC2 needs at 1 or more.
+func positiveInt32(key, value string) (int32, error) {
+	n, err := strconv.ParseInt(value, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, invalid(key, value, "must be a positive integer")
+	}
+	return int32(n), nil
+}

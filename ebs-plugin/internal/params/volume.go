@@ -1,6 +1,7 @@
 package params
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -88,33 +89,32 @@ func ParseVolumeFor(raw map[string]string, block bool, fsTypes []string) (*Volum
 				return nil, invalid(rawKey, value, "unknown volume type; want one of gp2, gp3, io1, io2, sc1, st1, standard")
 			}
 		case KeyIOPSPerGB:
-			v.IOPSPerGB, err = positiveInt32(rawKey, value)
+			v.IOPSPerGB, err = count(rawKey, value)
 		case KeyAllowAutoIOPSPerGBIncrease:
-			v.AllowIOPSPerGBIncrease, err = parseBool(rawKey, value)
+			v.AllowIOPSPerGBIncrease = flag(rawKey, value, &v.Warnings)
 		case KeyAllowAutoIOPSIncreaseOnModify:
-			v.AllowIOPSIncreaseOnModify, err = parseBool(rawKey, value)
+			v.AllowIOPSIncreaseOnModify = flag(rawKey, value, &v.Warnings)
 		case KeyIOPS:
-			v.IOPS, err = positiveInt32(rawKey, value)
+			v.IOPS, err = count(rawKey, value)
 		case KeyThroughput:
-			v.Throughput, err = positiveInt32(rawKey, value)
+			v.Throughput, err = count(rawKey, value)
 		case KeyEncrypted:
-			v.Encrypted, err = parseBool(rawKey, value)
+			v.Encrypted = flag(rawKey, value, &v.Warnings)
 		case KeyKMSKeyID:
 			v.KMSKeyID = value
 		case KeyBlockExpress:
-			v.BlockExpress, err = parseBool(rawKey, value)
+			v.BlockExpress = flag(rawKey, value, &v.Warnings)
 		case KeyVolumeInitializationRate:
-			v.VolumeInitializationRate, err = positiveInt32(rawKey, value)
+			v.VolumeInitializationRate, err = count(rawKey, value)
 		case KeyBlockAttachUntilInitialized:
-			v.BlockAttachUntilInitialized, err = parseBool(rawKey, value)
+			v.BlockAttachUntilInitialized = flag(rawKey, value, &v.Warnings)
 		case KeyBlockSize, KeyInodeSize, KeyBytesPerInode, KeyNumberOfInodes, KeyExt4ClusterSize:
 			if !alnum.MatchString(value) {
 				return nil, invalid(rawKey, value, "must be alphanumeric")
 			}
 			formatKeys[key] = value
 		case KeyExt4BigAlloc, KeyExt4EncryptionSupport:
-			var b bool
-			if b, err = parseBool(rawKey, value); err == nil && b {
+			if flag(rawKey, value, &v.Warnings) {
 				formatKeys[key] = "true"
 			}
 		case KeyPVCName:
@@ -277,14 +277,34 @@ func FormatFromContext(vc map[string]string, fsType string) (FormatOptions, erro
 	return f, f.set(keys, []string{fsType}, false)
 }
 
-func positiveInt32(key, value string) (int32, error) {
+// count parses a StorageClass or VolumeAttributesClass number as upstream does: a whole number, where 0 means
+// unset (upstream's chart and users write "0" to leave iops or throughput to EC2's default). Upstream passes a
+// negative number on to EC2 to refuse; it is refused here, naming the key.
+func count(key, value string) (int32, error) {
 	n, err := strconv.ParseInt(value, 10, 32)
-	if err != nil || n <= 0 {
-		return 0, invalid(key, value, "must be a positive integer")
+	if err != nil || n < 0 {
+		return 0, invalid(key, value, "must be a whole number, 0 for unset")
 	}
 	return int32(n), nil
 }
 
+// flag parses a StorageClass or VolumeAttributesClass switch as upstream does: only "true" turns it on, and
+// every other value, "" included, leaves it off, so a StorageClass that upstream reads as unencrypted is not
+// encrypted here. Any value but "true", "false" and "" gets a warning naming the key: "True" or "1" is most
+// likely meant as on.
+func flag(key, value string, warnings *[]string) bool {
+	switch value {
+	case "true":
+		return true
+	case "false", "":
+	default:
+		*warnings = append(*warnings, fmt.Sprintf(`parameter %q is %q, which is read as false: only "true" turns it on, as upstream`, key, value))
+	}
+	return false
+}
+
+// parseBool parses a value Stowage wrote itself (the volume context), where anything but true or false is an
+// error.
 func parseBool(key, value string) (bool, error) {
 	b, err := strconv.ParseBool(value)
 	if err != nil {

@@ -2,6 +2,7 @@ package params
 
 import (
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -17,9 +18,12 @@ func TestVolumeContext(t *testing.T) {
 		{name: "blockAttachUntilInitialized true", in: map[string]string{"blockAttachUntilInitialized": "true"},
 			want: map[string]string{ContextBlockAttachUntilInitialized: "true"}},
 		{name: "blockAttachUntilInitialized false", in: map[string]string{"blockAttachUntilInitialized": "false"}, want: nil},
-		{name: "with format options", in: map[string]string{"blockattachuntilinitialized": "t", "inodeSize": "512"},
+		{name: "with format options", in: map[string]string{"blockattachuntilinitialized": "true", "inodeSize": "512"},
 			want: map[string]string{ContextBlockAttachUntilInitialized: "true", ContextInodeSize: "512"}},
-		{name: "invalid", in: map[string]string{"blockAttachUntilInitialized": "maybe"}, wantErr: `"blockAttachUntilInitialized"="maybe"`},
+		// As upstream, only "true" turns a switch on.
+		{name: "t is off", in: map[string]string{"blockAttachUntilInitialized": "t", "inodeSize": "512"},
+			want: map[string]string{ContextInodeSize: "512"}},
+		{name: "invalid format option", in: map[string]string{"inodeSize": "512 -x"}, wantErr: `"inodeSize"="512 -x"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,5 +103,45 @@ func TestParseVolumeForFsTypes(t *testing.T) {
 				t.Errorf("FsType = %q, want %q", v.FsType, tc.wantFs)
 			}
 		})
+	}
+}
+
+// TestParseVolumeReadsLikeUpstream: a StorageClass means what it means upstream. Switches are on only for
+// "true" (upstream's "True", "1" or "yes" leave a volume unencrypted, and so they do here), with a warning
+// naming the key for a value that was most likely meant as on; "" and "false" are off without one. Numbers
+// accept "0" for unset, as upstream's users write it.
+func TestParseVolumeReadsLikeUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		value     string
+		on, warns bool
+	}{
+		{"true", true, false}, {"false", false, false}, {"", false, false},
+		{"True", false, true}, {"1", false, true}, {"yes", false, true}, {"TRUE", false, true},
+	} {
+		v, err := ParseVolume(map[string]string{"encrypted": tc.value, "blockExpress": tc.value}, false)
+		if err != nil {
+			t.Fatalf("encrypted %q: %v", tc.value, err)
+		}
+		if v.Encrypted != tc.on || v.BlockExpress != tc.on {
+			t.Errorf("encrypted %q: Encrypted %v BlockExpress %v, want %v", tc.value, v.Encrypted, v.BlockExpress, tc.on)
+		}
+		warned := slices.ContainsFunc(v.Warnings, func(w string) bool { return strings.Contains(w, `"encrypted"`) })
+		if warned != tc.warns {
+			t.Errorf("encrypted %q: warnings %q, want one naming encrypted: %v", tc.value, v.Warnings, tc.warns)
+		}
+	}
+	v, err := ParseVolume(map[string]string{"type": "gp3", "iops": "0", "throughput": "0", "iopsPerGB": "0"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.IOPS != 0 || v.Throughput != 0 || v.IOPSPerGB != 0 {
+		t.Errorf("zeros read as %d iops, %d throughput, %d iopsPerGB; want unset", v.IOPS, v.Throughput, v.IOPSPerGB)
+	}
+	m, err := ParseModify(map[string]string{"iops": "0", "throughput": "3000"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.IOPS != 0 || m.Throughput != 3000 {
+		t.Errorf("modify: %d iops, %d throughput; want 0 and 3000", m.IOPS, m.Throughput)
 	}
 }
