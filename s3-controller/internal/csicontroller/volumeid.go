@@ -58,5 +58,11 @@ func parseVolumeID(id string) (volumeID, error) {
 	if v.Prefix == "" || !strings.HasSuffix(v.Prefix, "/") || strings.HasPrefix(v.Prefix, "/") {
 		return volumeID{}, fmt.Errorf("volume ID %q: prefix %q must be non-empty, end with '/' and not start with '/'", id, v.Prefix)
 	}
+	// Nor does CreateVolume make a prefix with an empty, "." or ".." segment (expandPrefix).
+	for _, seg := range strings.Split(strings.TrimSuffix(v.Prefix, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return volumeID{}, fmt.Errorf("volume ID %q: prefix %q has an empty, '.' or '..' segment", id, v.Prefix)
+		}
+	}
 	return v, nil
 }
