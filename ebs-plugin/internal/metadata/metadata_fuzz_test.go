@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 )
 
@@ -74,9 +75,13 @@ func FuzzKubernetesSource(f *testing.F) {
 	f.Add("aws:///us-west-2c/i-", "", "", "", "", "")
 	f.Add("aws:///", "", "", "", "", "")
 	f.Add("gce://p/z/n", "z", "", "", "", "")
+	f.Add("aws://i-0", "0", " ", "0", "0", "0")
 	f.Fuzz(func(t *testing.T, providerID, zone, typ, region, volumes, enis string) {
 		labels := map[string]string{}
 		for k, v := range map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelInstanceTypeStable: typ, corev1.LabelTopologyRegion: region, VolumesLabel: volumes, ENIsLabel: enis} {
+			if len(validation.IsValidLabelValue(v)) > 0 {
+				return // the API server keeps such a label off every Node
+			}
 			if v != "" {
 				labels[k] = v
 			}
