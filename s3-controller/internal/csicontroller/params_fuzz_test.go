@@ -86,7 +86,7 @@ func FuzzCreateVolumeParams(f *testing.F) {
 // volume's keys.
 func FuzzParseVolumeID(f *testing.F) {
 	for _, s := range []string{"dp1:keep:b:pvc-1/", "dp1:delete:b:team/pvc-1/", "dp1:delete:b:", "dp1:delete:b:/", "dp1:x:b:p/",
-		"dp1:keep::p/", "dp1:keep:b", "b/static-handle", "dp1:delete:b:a/../", "dp1:delete:b:a//b/"} {
+		"dp1:keep::p/", "dp1:keep:b", "b/static-handle", "dp1:delete:b:a/../", "dp1:delete:b:a//b/", "dp1:keep:0:\x02/"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
