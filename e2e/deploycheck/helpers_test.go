@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// upstreamImages are upstream's images for each slot Stowage fills (the tags of upstream's manifests, see
-// shared/reference/upstream-manifests.md): what a user swaps in, one container at a time.
+// upstreamImages are upstream's images for each slot Stowage fills (the tags upstream's own manifests
+// deploy): what a user swaps in, one container at a time.
 var upstreamImages = map[string]string{
 	"csi-attacher":              "registry.k8s.io/sig-storage/csi-attacher:v4.12.0",
 	"csi-provisioner":           "registry.k8s.io/sig-storage/csi-provisioner:v6.3.0",

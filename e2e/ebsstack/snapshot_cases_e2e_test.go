@@ -32,7 +32,7 @@ const (
 	slowCreate = 8 * time.Second
 )
 
-// TestE2EEBSSnapshotCases runs the snapshot cases of issue #15 on one EBS stack with Stowage's
+// TestE2EEBSSnapshotCases runs the snapshot cases of stowage-csi/stowage#15 on one EBS stack with Stowage's
 // snapshot-controller and csi-snapshotter (upstream's manifest args): a pre-provisioned content over an EBS
 // snapshot made in EC2 directly; Retain against Delete for dynamic snapshots; a VolumeSnapshot deleted while
 // CreateSnapshot is in flight; csi-snapshotter killed with SIGKILL mid-create, with the VolumeSnapshot kept

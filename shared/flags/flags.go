@@ -31,9 +31,9 @@ const (
 
 // DefaultKubeAPIQPS and DefaultKubeAPIBurst deliberately differ from upstream's 5 and 10. Upstream's limits date
 // from before API Priority and Fairness; today the API server protects itself, and 5 QPS is the sidecars' most
-// reported scale problem (kubernetes-csi/external-provisioner#68 and #211: about 4 volumes/s;
-// kubernetes-csi/external-snapshotter#1344: 80 snapshots in 143 s instead of 17 s). 20/100 lets a burst of work
-// through while staying a polite client.
+// reported scale problem (kubernetes-csi/external-provisioner#68 and kubernetes-csi/external-provisioner#211:
+// about 4 volumes/s; kubernetes-csi/external-snapshotter#1344: 80 snapshots in 143 s instead of 17 s). 20/100
+// lets a burst of work through while staying a polite client.
 const (
 	DefaultKubeAPIQPS   = 20.0
 	DefaultKubeAPIBurst = 100

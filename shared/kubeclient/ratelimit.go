@@ -43,10 +43,10 @@ type RateLimit struct {
 func (r RateLimit) Unlimited() bool { return r.QPS < 0 }
 
 // chooseRate decides the client's limit. Values given on the command line are kept exactly (users count on
-// that: cert-manager#9158). Otherwise, SIG API Machinery's advice and controller-runtime's default since 2025:
-// when the server has API Priority and Fairness, no client-side limiter, because APF queues and rejects (429
-// with Retry-After, which client-go honours) fairly across clients while a token bucket only idles a sidecar
-// below what the server takes; without APF the fixed fallback applies.
+// that: cert-manager/cert-manager#9158). Otherwise, SIG API Machinery's advice and controller-runtime's default
+// since 2025: when the server has API Priority and Fairness, no client-side limiter, because APF queues and
+// rejects (429 with Retry-After, which client-go honours) fairly across clients while a token bucket only idles
+// a sidecar below what the server takes; without APF the fixed fallback applies.
 func chooseRate(ctx context.Context, cfg *rest.Config, o Options) RateLimit {
 	fallback := RateLimit{QPS: o.QPS, Burst: o.Burst, Source: RateFallback}
 	if !o.AdaptiveRate {

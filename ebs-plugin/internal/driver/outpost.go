@@ -34,6 +34,10 @@ func outpostARN(tr *csi.TopologyRequirement) (string, error) {
 				if seg[k] == "" {
 					return "", status.Errorf(codes.InvalidArgument, "accessibility_requirements: a topology with %s needs %s", OutpostIDTopologyKey, k)
 				}
+				// The ARN's fields are separated by ':', so one inside a field would name another Outpost.
+				if k != OutpostIDTopologyKey && strings.Contains(seg[k], ":") {
+					return "", status.Errorf(codes.InvalidArgument, "accessibility_requirements: %s=%q holds a ':'", k, seg[k])
+				}
 			}
 			return fmt.Sprintf("arn:%s:outposts:%s:%s:outpost/%s", seg[PartitionTopologyKey], seg[RegionTopologyKey], seg[AccountIDTopologyKey], id), nil
 		}

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -57,11 +58,17 @@ func (m *IMDS) Get(ctx context.Context) (*Instance, error) {
 	if inst.InstanceID, err = m.get(ctx, "instance-id"); err != nil {
 		return nil, err
 	}
+	if !validInstanceID(inst.InstanceID) {
+		return nil, fmt.Errorf("instance-id %q is not an EC2 instance ID", inst.InstanceID)
+	}
 	if inst.InstanceType, err = m.get(ctx, "instance-type"); err != nil {
 		return nil, err
 	}
 	if inst.AvailabilityZone, err = m.get(ctx, "placement/availability-zone"); err != nil {
 		return nil, err
+	}
+	if inst.AvailabilityZone == "" {
+		return nil, errors.New("placement/availability-zone is empty")
 	}
 	if inst.Region, err = m.get(ctx, "placement/region"); err != nil {
 		inst.Region = regionFromZone(inst.AvailabilityZone)

@@ -72,7 +72,7 @@ func ProviderInstanceID(node *corev1.Node) (id string, parts []string, err error
 	}
 	parts = strings.Split(strings.Trim(rest, "/"), "/")
 	id = parts[len(parts)-1]
-	if !strings.HasPrefix(id, "i-") {
+	if !validInstanceID(id) {
 		return "", nil, fmt.Errorf("node %s: providerID %q does not end in an instance ID", node.Name, pid)
 	}
 	return id, parts, nil

@@ -83,3 +83,12 @@ func ParseSources(values ...string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// validInstanceID reports whether id is an EC2 instance ID, "i-" and 1 to 32 letters and digits: the node ID
+// the node registers with, which ControllerPublish refuses in any other form.
+func validInstanceID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "i-")
+	return ok && rest != "" && len(rest) <= 32 && strings.IndexFunc(rest, func(r rune) bool {
+		return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	}) < 0
+}

@@ -95,7 +95,12 @@ func (m *Mounter) FindDevice(devicePath, volumeID string) (string, error) {
 		}
 		tried = append(tried, devicePath)
 	}
-	link := filepath.Join(m.LinkDir, NVMeLink(volumeID))
+	// The volume ID comes from the PV; as a link name it must not climb out of the link directory.
+	name := NVMeLink(volumeID)
+	if filepath.Base(name) != name || strings.ContainsRune(name, 0) {
+		return "", fmt.Errorf("volume ID %q cannot name a by-id link (tried %s)", volumeID, strings.Join(tried, ", "))
+	}
+	link := filepath.Join(m.LinkDir, name)
 	resolved, err := filepath.EvalSymlinks(link)
 	if err == nil {
 		if !strings.HasPrefix(resolved, "/dev/") {

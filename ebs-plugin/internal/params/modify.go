@@ -27,6 +27,15 @@ type Modify struct {
 // VolumeAttributesClass is not lowercased. createTime restricts the keys to what CreateVolume's
 // mutable_parameters accept (iops, throughput, type/volumeType, tagSpecification_N).
 func ParseModify(raw map[string]string, createTime bool) (*Modify, error) {
+	volumeTypeAlias := func(k string) string {
+		if k == "volumeType" {
+			return "type"
+		}
+		return k
+	}
+	if err := duplicateKey(raw, volumeTypeAlias); err != nil {
+		return nil, err
+	}
 	m := &Modify{}
 	var tagKeys, delKeys []string
 	for key, value := range raw {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -238,8 +239,13 @@ func FuzzParseVolume(f *testing.F) {
 	f.Add("csi.storage.k8s.io/fstype", "xfs", "blockSize", "4096", false)
 	f.Add("tagSpecification_1", "a={{ .PVCName }}", "iopsPerGB", "50", true)
 	f.Add("ext4ClusterSize", "16384", "ext4BigAlloc", "true", false)
+	f.Add("type", "gp3", "Type", "io2", false)
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, block bool) {
-		v, err := ParseVolume(map[string]string{k1: v1, k2: v2}, block)
+		raw := map[string]string{k1: v1, k2: v2}
+		v, err := ParseVolume(raw, block)
+		if again, err2 := ParseVolume(raw, block); !reflect.DeepEqual(v, again) || (err == nil) != (err2 == nil) {
+			t.Fatalf("ParseVolume(%q) gave %+v, %v, then %+v, %v", raw, v, err, again, err2)
+		}
 		if err != nil {
 			var pe *Error
 			if !errors.As(err, &pe) {

@@ -23,6 +23,9 @@ type Snapshot struct {
 
 // ParseSnapshot validates CreateSnapshot parameters.
 func ParseSnapshot(raw map[string]string) (*Snapshot, error) {
+	if err := duplicateKey(raw, strings.ToLower); err != nil {
+		return nil, err
+	}
 	s := &Snapshot{}
 	var tagKeys []string
 	for rawKey, value := range raw {

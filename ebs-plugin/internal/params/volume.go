@@ -67,6 +67,9 @@ func ParseVolume(raw map[string]string, block bool) (*Volume, error) {
 // refused before anything is created, the error naming the option and the fsType; the first fsType becomes
 // Volume.FsType. With no fsTypes the StorageClass's fsType (default ext4) is used, as in ParseVolume.
 func ParseVolumeFor(raw map[string]string, block bool, fsTypes []string) (*Volume, error) {
+	if err := duplicateKey(raw, strings.ToLower); err != nil {
+		return nil, err
+	}
 	v := &Volume{VolumeType: DefaultVolumeType}
 	var tagKeys []string
 	formatKeys := map[string]string{}

@@ -15,8 +15,8 @@ import (
 // looks. The driver's name is not known here (the probe is not given --csi-address), so each socket is asked.
 //
 // Upstream's probe looked for a file the registrar wrote on GetInfo, which failed under a read-only root file
-// system (node-driver-registrar#244); since v2.9 it succeeds unconditionally (#309). This one writes nothing
-// and still checks something.
+// system (kubernetes-csi/node-driver-registrar#244); since v2.9 it succeeds unconditionally
+// (kubernetes-csi/node-driver-registrar#309). This one writes nothing and still checks something.
 func Probe(ctx context.Context, cfg Config) error {
 	logger := klog.FromContext(ctx)
 	sockets, err := filepath.Glob(filepath.Join(cfg.PluginRegistrationPath, "*-reg.sock"))

@@ -30,10 +30,10 @@ func (p *Provisioner) planSnapshot(ctx context.Context, claim *v1.PersistentVolu
 		return fmt.Errorf("dataSource: get VolumeSnapshot %s/%s: %w", claim.Namespace, plan.sourceName, err)
 	}
 	if vs.DeletionTimestamp != nil && !slices.Contains(vs.Finalizers, SnapshotSourceFinalizer) {
-		// Starting a restore from a snapshot that is going away is how upstream leaked (external-provisioner#1449).
-		// With our finalizer on it, a restore (ours or an upstream provisioner's, swapped out mid-way) is under
-		// way and the finalizer holds the snapshot for it: finishing it, as upstream does, is what lets the
-		// finalizer, and then the snapshot, go.
+		// Starting a restore from a snapshot that is going away is how upstream leaked
+		// (kubernetes-csi/external-provisioner#1449). With our finalizer on it, a restore (ours or an upstream
+		// provisioner's, swapped out mid-way) is under way and the finalizer holds the snapshot for it: finishing
+		// it, as upstream does, is what lets the finalizer, and then the snapshot, go.
 		return fmt.Errorf("dataSource: VolumeSnapshot %s/%s is being deleted", vs.Namespace, vs.Name)
 	}
 	if vs.Status == nil || vs.Status.ReadyToUse == nil || !*vs.Status.ReadyToUse || vs.Status.BoundVolumeSnapshotContentName == nil {
@@ -101,7 +101,7 @@ func (p *Provisioner) releaseLeftSnapshot(ctx context.Context, claim *v1.Persist
 
 // releaseSnapshot removes the as-source protection of namespace/name once no claim other than the one with UID
 // except is being restored from the snapshot. Doing it when the claim finishes, instead of in a periodic sweep,
-// is what keeps the finalizer from being orphaned (external-provisioner#1507).
+// is what keeps the finalizer from being orphaned (kubernetes-csi/external-provisioner#1507).
 func (p *Provisioner) releaseSnapshot(ctx context.Context, namespace, name string, except types.UID) error {
 	if p.Snapshots == nil {
 		return nil

@@ -18,6 +18,11 @@ import (
 // that node's CSINode.
 type segment map[string]string
 
+// idEscaper escapes the separators of id inside keys and values: allowedTopologies values need not be label
+// values, and {a: "b,c=d"} must not be spelt as {a: "b", c: "d"}. Label keys and values have none of these
+// characters, so their spelling, and the order it gives, is unchanged.
+var idEscaper = strings.NewReplacer(`\`, `\\`, "=", `\=`, ",", `\,`)
+
 // id is a canonical spelling of s, for de-duplication and stable order.
 func (s segment) id() string {
 	keys := make([]string, 0, len(s))
@@ -27,9 +32,9 @@ func (s segment) id() string {
 	sort.Strings(keys)
 	var b strings.Builder
 	for _, k := range keys {
-		b.WriteString(k)
+		b.WriteString(idEscaper.Replace(k))
 		b.WriteByte('=')
-		b.WriteString(s[k])
+		b.WriteString(idEscaper.Replace(s[k]))
 		b.WriteByte(',')
 	}
 	return b.String()

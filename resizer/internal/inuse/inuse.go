@@ -3,9 +3,9 @@
 // end instead of retrying.
 //
 // Upstream caches every Pod of the cluster in full for this (its top complaint: the resizer OOMs on big
-// clusters, external-resizer#211). Here the informer starts only with the flag, and it keeps of each Pod only
-// its name, namespace, phase and the claim names of its volumes: a metadata-only informer would be smaller
-// still, but a Pod's metadata does not say which claims it mounts.
+// clusters, kubernetes-csi/external-resizer#211). Here the informer starts only with the flag, and it keeps of
+// each Pod only its name, namespace, phase and the claim names of its volumes: a metadata-only informer would be
+// smaller still, but a Pod's metadata does not say which claims it mounts.
 package inuse
 
 import (

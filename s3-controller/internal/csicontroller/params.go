@@ -2,6 +2,8 @@ package csicontroller
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -106,19 +108,22 @@ func validateBucket(b string) error {
 // expandPrefix builds the volume's key prefix "<template expanded>/<pv>/" (or "<pv>/" without a
 // template). The PV name always ends the prefix, so two volumes never share keys whatever the template.
 func expandPrefix(tmpl, pvName string, params map[string]string) (string, error) {
-	s := tmpl
-	for v, key := range templateVars {
-		if !strings.Contains(s, v) {
+	// One pass over the template: a value that holds a variable (a PVC named "${pv.name}") is not expanded
+	// again, which one replacement after another would do or not depending on the map's order.
+	var pairs []string
+	for _, v := range slices.Sorted(maps.Keys(templateVars)) {
+		if !strings.Contains(tmpl, v) {
 			continue
 		}
 		val := pvName
-		if key != "" {
+		if key := templateVars[v]; key != "" {
 			if val = params[key]; val == "" {
 				return "", fmt.Errorf("parameter %s=%q uses %s, which needs the csi-provisioner's --extra-create-metadata", ParamPrefix, tmpl, v)
 			}
 		}
-		s = strings.ReplaceAll(s, v, val)
+		pairs = append(pairs, v, val)
 	}
+	s := strings.NewReplacer(pairs...).Replace(tmpl)
 	if strings.Contains(s, "${") {
 		return "", fmt.Errorf("parameter %s=%q: only ${pvc.namespace}, ${pvc.name} and ${pv.name} may be used", ParamPrefix, tmpl)
 	}
@@ -137,8 +142,9 @@ func expandPrefix(tmpl, pvName string, params map[string]string) (string, error)
 			return "", fmt.Errorf("parameter %s=%q holds a control character", ParamPrefix, tmpl)
 		}
 	}
-	if pvName == "" || strings.ContainsAny(pvName, "/:") {
-		return "", fmt.Errorf("name %q: must be non-empty without '/' or ':'", pvName)
+	// The name is the prefix's last segment, held to the template's rules.
+	if pvName == "" || pvName == "." || pvName == ".." || strings.ContainsAny(pvName, "/:") || strings.IndexFunc(pvName, unicode.IsControl) >= 0 {
+		return "", fmt.Errorf("name %q: must be non-empty, not '.' or '..', without '/', ':' or control characters", pvName)
 	}
 	prefix := s + pvName + "/"
 	if len(prefix) > 512 {

@@ -3,6 +3,7 @@ package csicontroller
 import (
 	"fmt"
 	"strings"
+	"unicode"
 )
 
 // Volume IDs of dynamically provisioned volumes: "dp1:<keep|delete>:<bucket>:<prefix>". The ID is all
@@ -57,6 +58,13 @@ func parseVolumeID(id string) (volumeID, error) {
 	// An empty or unterminated prefix would make DeleteVolume reach beyond one volume's keys.
 	if v.Prefix == "" || !strings.HasSuffix(v.Prefix, "/") || strings.HasPrefix(v.Prefix, "/") {
 		return volumeID{}, fmt.Errorf("volume ID %q: prefix %q must be non-empty, end with '/' and not start with '/'", id, v.Prefix)
+	}
+	// Nor does CreateVolume make a prefix with an empty, "." or ".." segment or a control character
+	// (expandPrefix).
+	for _, seg := range strings.Split(strings.TrimSuffix(v.Prefix, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." || strings.IndexFunc(seg, unicode.IsControl) >= 0 {
+			return volumeID{}, fmt.Errorf("volume ID %q: prefix %q has an empty, '.' or '..' segment or a control character", id, v.Prefix)
+		}
 	}
 	return v, nil
 }
