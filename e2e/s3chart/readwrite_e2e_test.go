@@ -164,8 +164,7 @@ func checkMountpointPod(t *testing.T, ctx context.Context, client kubernetes.Int
 	if len(p.Status.ContainerStatuses) != 1 {
 		t.Fatalf("Mountpoint Pod %s container statuses %+v", name, p.Status.ContainerStatuses)
 	}
-	id := p.Status.ContainerStatuses[0].ContainerID
-	id = id[strings.LastIndex(id, "/")+1:]
+	id := containerID(p.Status.ContainerStatuses[0])
 	pids := processesInCgroup(t, id)
 	if len(pids) == 0 {
 		t.Fatalf("no process of Mountpoint Pod %s's container %s on this machine", name, id)
@@ -185,6 +184,15 @@ func checkMountpointPod(t *testing.T, ctx context.Context, client kubernetes.Int
 	if fuseHolders == 0 {
 		t.Errorf("no process of Mountpoint Pod %s holds /dev/fuse", name)
 	}
+	// The container has no /dev/fuse to open: the descriptor came from outside it.
+	if _, err := os.Stat(filepath.Join("/proc", pids[0], "root", "dev", "fuse")); !os.IsNotExist(err) {
+		t.Errorf("Mountpoint Pod %s's container has /dev/fuse (stat: %v)", name, err)
+	}
+}
+
+// containerID is the runtime's ID of the container, without the runtime's scheme.
+func containerID(cs corev1.ContainerStatus) string {
+	return cs.ContainerID[strings.LastIndex(cs.ContainerID, "/")+1:]
 }
 
 // checkFUSEMount checks that the node's mount namespace has the Mountpoint Pod's source mount, a FUSE mount,

@@ -106,15 +106,21 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	t.Run("WriteAndReadOnEachNode", func(t *testing.T) {
 		fuseConns = writeReadShare(t, ctx, client, dyn, c, s3)
 	})
+	t.Run("ReadOnlyApartFromReadWrite", func(t *testing.T) {
+		readOnlyApart(t, ctx, client, dyn)
+	})
+	t.Run("NodePluginRestart", func(t *testing.T) {
+		nodePluginRestart(t, ctx, client, dyn, c.Nodes[1], s3)
+	})
 	t.Run("RefusedMountOption", func(t *testing.T) {
 		refusedOption(t, ctx, client, s3.Endpoint)
 	})
 
 	// Tear down as a user would, then the nodes, and look at the machine.
+	uninstalled = true
 	if _, err := h.Uninstall(ctx, "stowage-s3", namespace); err != nil {
 		t.Fatalf("helm uninstall: %v", err)
 	}
-	uninstalled = true
 	checkTeardown(t, ctx, c, fuseConns)
 }
 
@@ -174,11 +180,26 @@ func waitRegistered(t *testing.T, ctx context.Context, client kubernetes.Interfa
 	})
 }
 
-// checkLiveness asks each node plugin Pod's liveness endpoint, the one the kubelet probes, for an answer of
-// 200 (the livenessprobe sidecar calls the plugin's Probe), and checks that the kubelet found every
-// container of the Pod Ready without a restart.
+// checkLiveness checks that the controller's Deployment and the node plugin's DaemonSet are available, asks
+// each node plugin Pod's liveness endpoint, the one the kubelet probes, for an answer of 200 (the
+// livenessprobe sidecar calls the plugin's Probe), and checks that the kubelet found every container of the
+// Pod Ready without a restart.
 func checkLiveness(t *testing.T, ctx context.Context, client kubernetes.Interface) {
 	t.Helper()
+	dep, err := client.AppsV1().Deployments(namespace).Get(ctx, "s3-csi-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Status.AvailableReplicas != 1 {
+		t.Errorf("Deployment s3-csi-controller has %d available replicas, want 1", dep.Status.AvailableReplicas)
+	}
+	ds, err := client.AppsV1().DaemonSets(namespace).Get(ctx, "s3-csi-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds.Status.NumberReady != 2 || ds.Status.NumberAvailable != 2 {
+		t.Errorf("DaemonSet s3-csi-node has %d ready and %d available Pods, want 2", ds.Status.NumberReady, ds.Status.NumberAvailable)
+	}
 	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=s3-csi-node"})
 	if err != nil {
 		t.Fatal(err)
@@ -253,6 +274,12 @@ func createVolume(t *testing.T, ctx context.Context, client kubernetes.Interface
 // workload creates a busybox Pod on nodeName with the claim at /data running script.
 func workload(t *testing.T, ctx context.Context, client kubernetes.Interface, name, nodeName, claim, script string) *corev1.Pod {
 	t.Helper()
+	return createWorkload(t, ctx, client, name, nodeName, claim, script, false)
+}
+
+// createWorkload is workload, with the claim mounted read-only if readOnly.
+func createWorkload(t *testing.T, ctx context.Context, client kubernetes.Interface, name, nodeName, claim, script string, readOnly bool) *corev1.Pod {
+	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: workNS},
 		Spec: corev1.PodSpec{
@@ -265,30 +292,58 @@ func workload(t *testing.T, ctx context.Context, client kubernetes.Interface, na
 				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
 			}},
 			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}}},
 		},
 	}
 	created, err := client.CoreV1().Pods(workNS).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A failed case leaves its Pods to this, and the next case waits for their Mountpoint Pods to go.
+	t.Cleanup(func() {
+		err := client.CoreV1().Pods(workNS).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete Pod %s: %v", name, err)
+		}
+	})
 	return created
 }
 
 // waitLog waits for the Pod's log to hold want, and fails at once if the Pod fails.
 func waitLog(t *testing.T, ctx context.Context, client kubernetes.Interface, name, want string) {
 	t.Helper()
+	var status string
+	var logs []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("Pod %s: %s; its log:\n%s\nits Events:\n%s", name, status, logs, podEvents(ctx, client, name))
+		}
+	}()
 	rig.Eventually(t, ctx, 4*time.Minute, "Pod "+name+" to print "+want, func(ctx context.Context) (bool, error) {
 		p, err := client.CoreV1().Pods(workNS).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		logs, _ := client.CoreV1().Pods(workNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		status = fmt.Sprintf("%s on %s, %+v", p.Status.Phase, p.Spec.NodeName, p.Status.ContainerStatuses)
+		logs, _ = client.CoreV1().Pods(workNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if p.Status.Phase == corev1.PodFailed {
 			t.Fatalf("Pod %s failed: %s", name, logs)
 		}
 		return strings.Contains(string(logs), want), nil
 	})
+}
+
+// podEvents are the Events of the Pod in the workload namespace, one a line.
+func podEvents(ctx context.Context, client kubernetes.Interface, name string) string {
+	events, err := client.CoreV1().Events(workNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "%s %s: %s\n", e.Type, e.Reason, e.Message)
+	}
+	return b.String()
 }
 
 // attachments lists the MountpointS3PodAttachments.
