@@ -112,6 +112,9 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	t.Run("NodePluginRestart", func(t *testing.T) {
 		nodePluginRestart(t, ctx, client, dyn, c.Nodes[1], s3)
 	})
+	t.Run("MountpointCrash", func(t *testing.T) {
+		mountpointCrash(t, ctx, client, dyn, c.Nodes[0])
+	})
 	t.Run("RefusedMountOption", func(t *testing.T) {
 		refusedOption(t, ctx, client, s3.Endpoint)
 	})
