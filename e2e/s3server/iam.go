@@ -19,7 +19,7 @@ func StartInWithIAM(ctx context.Context, dir string) (*Server, error) {
 	if err := os.MkdirAll(iam, 0o700); err != nil {
 		return nil, err
 	}
-	return start(bin, dir, "--iam-dir", iam)
+	return start(bin, dir, "127.0.0.1", "--iam-dir", iam)
 }
 
 // AddUser creates an account with the user role (needs StartInWithIAM).

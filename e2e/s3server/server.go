@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -41,13 +42,20 @@ type Server struct {
 // Start builds (if needed) and starts versitygw on a free loopback port; t.Cleanup stops it.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start listening on host instead of loopback: on real nodes Pods reach the host only through
+// their network's gateway address.
+func StartOn(t testing.TB, host string) *Server {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	bin, err := Binary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := start(bin, t.TempDir())
+	s, err := start(bin, t.TempDir(), host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +70,7 @@ func StartIn(ctx context.Context, dir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return start(bin, dir)
+	return start(bin, dir, "127.0.0.1")
 }
 
 func randomHex(n int) string {
@@ -71,8 +79,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return 0, err
 	}
@@ -80,8 +88,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// start runs versitygw; extra are global flags before the backend (e.g. --iam-dir).
-func start(bin, dir string, extra ...string) (*Server, error) {
+// start runs versitygw on host; extra are global flags before the backend (e.g. --iam-dir).
+func start(bin, dir, host string, extra ...string) (*Server, error) {
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return nil, err
@@ -89,24 +97,24 @@ func start(bin, dir string, extra ...string) (*Server, error) {
 	var lastErr error
 	// The port is free when chosen but could be taken before versitygw binds it; try a few.
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := freePort(host)
 		if err != nil {
 			return nil, err
 		}
 		s := &Server{
-			Endpoint:  fmt.Sprintf("http://127.0.0.1:%d", port),
+			Endpoint:  "http://" + net.JoinHostPort(host, strconv.Itoa(port)),
 			AccessKey: "AK" + randomHex(8),
 			SecretKey: randomHex(20),
 			DataDir:   data,
 		}
 		// Each attempt's log replaces the last one's: an error shows why this attempt failed.
-		args := append([]string{"--access", s.AccessKey, "--secret", s.SecretKey, "--port", fmt.Sprintf("127.0.0.1:%d", port), "--quiet"}, extra...)
+		args := append([]string{"--access", s.AccessKey, "--secret", s.SecretKey, "--port", net.JoinHostPort(host, strconv.Itoa(port)), "--quiet"}, extra...)
 		s.proc, err = rig.Start(rig.Spec{Name: "versitygw", Path: bin, Args: append(args, "posix", data),
 			Env: cleanEnv(os.Environ()), LogDir: dir})
 		if err != nil {
 			return nil, err
 		}
-		if err := waitPort(port, s.proc.Done()); err != nil {
+		if err := waitPort(host, port, s.proc.Done()); err != nil {
 			s.Stop()
 			lastErr = fmt.Errorf("versitygw did not start: %w\n%s", err, s.proc.Tail(100))
 			continue
@@ -120,7 +128,7 @@ func start(bin, dir string, extra ...string) (*Server, error) {
 // waitPort waits until the server accepts connections on port, and gives up at once if it has exited.
 // It polls with the primitive rig.Eventually uses, which returns an error instead of failing a test, as
 // start retries on another port.
-func waitPort(port int, exited <-chan struct{}) error {
+func waitPort(host string, port int, exited <-chan struct{}) error {
 	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
@@ -128,7 +136,7 @@ func waitPort(port int, exited <-chan struct{}) error {
 			return false, errors.New("process exited")
 		default:
 		}
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), time.Second)
 		if err != nil {
 			lastErr = err
 			return false, nil
