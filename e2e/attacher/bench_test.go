@@ -17,7 +17,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // Server write limit measurement: writes from unthrottled goroutines.
@@ -43,14 +43,12 @@ func TestBenchAttachStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "ATTACH_STORM_N", 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
 	var limit e2erig.WriteLimit
 	t.Run("server write limit", func(t *testing.T) {
 		r := startRig(t)
-		if limit, err = e2erig.MeasureWriteLimit(ctx, r.cluster.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
+		var err error
+		if limit, err = e2erig.MeasureWriteLimit(ctx, r.Cluster.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -93,7 +91,7 @@ func TestBenchAttachStorm(t *testing.T) {
 func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, args []string) []e2erig.StormRun {
 	t.Helper()
 	admin, err := kubernetes.NewForConfig(func() *rest.Config {
-		c := r.cluster.RESTConfig()
+		c := r.Cluster.RESTConfig()
 		c.QPS, c.Burst = -1, 0
 		return c
 	}())
@@ -117,7 +115,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 		return err
 	})
 
-	before := r.auditWrites(t, attacherUser)
+	before := r.attacherWrites(t)
 	start := time.Now()
 	p := r.startBinary(t, path, "storm", drv.Endpoint(), args...)
 	e2erig.Eventually(t, ctx, 2*time.Hour, fmt.Sprintf("all %d VolumeAttachments attached", n), func(ctx context.Context) (bool, error) {
@@ -126,7 +124,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 	})
 	attach := e2erig.StormRun{Phase: "attach", Objects: n, Seconds: time.Since(start).Seconds()}
 	time.Sleep(settle) // trailing writes of the attach storm are counted with it
-	afterAttach := r.auditWrites(t, attacherUser)
+	afterAttach := r.attacherWrites(t)
 	attach.Writes = len(since(before, afterAttach))
 
 	start = time.Now()
@@ -148,7 +146,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 	// Counted once the process is gone, so a write that trailed the last deletion is in the log too.
 	p.Signal(syscall.SIGTERM)
 	_ = p.Wait(ctx)
-	detach.Writes = len(since(afterAttach, r.auditWrites(t, attacherUser)))
+	detach.Writes = len(since(afterAttach, r.attacherWrites(t)))
 	return []e2erig.StormRun{attach, detach}
 }
 

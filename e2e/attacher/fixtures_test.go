@@ -127,7 +127,7 @@ type fixture struct {
 // its CSINode.
 func newFixture(t *testing.T, ctx context.Context, r *rig, name string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: ctx, r: r, client: r.client,
+	f := &fixture{t: t, ctx: ctx, r: r, client: r.Client,
 		driver: name + ".csi.stowage.io", node: "node-" + name, nodeID: "mock-node-" + name}
 	drv, err := csimock.Start(ctx, csimock.Options{Name: f.driver})
 	if err != nil {
@@ -219,7 +219,7 @@ func (f *fixture) attachSentinel(name string) []e2erig.AuditWrite {
 	f.t.Helper()
 	_, pv := f.volume(name, nil)
 	f.attachment(name, pv.Name, nil)
-	return f.r.audit.WaitFor(f.t, f.ctx, waitTimeout, "csi-attacher's status write for sentinel "+name, func(w e2erig.AuditWrite) bool {
+	return f.r.Audit.WaitFor(f.t, f.ctx, waitTimeout, "csi-attacher's status write for sentinel "+name, func(w e2erig.AuditWrite) bool {
 		return w.User == attacherUser && w.Resource == "volumeattachments/status" && w.Name == name
 	})
 }

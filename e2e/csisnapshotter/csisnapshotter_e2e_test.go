@@ -22,6 +22,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2ECSISnapshotter runs csi-snapshotter against one real control plane: create and delete with the API
@@ -39,7 +40,7 @@ func TestE2ECSISnapshotter(t *testing.T) {
 
 // testCreateDelete takes two snapshots, deletes the one with policy Delete and keeps the one with policy
 // Retain, under exactly upstream's manifest arguments, and checks every write csi-snapshotter made.
-func testCreateDelete(t *testing.T, r *rig) {
+func testCreateDelete(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "create.csi.stowage.io")
 	f.createClass(newClass("create", drv.Name()))
@@ -98,7 +99,7 @@ func testCreateDelete(t *testing.T, r *rig) {
 		}
 	}
 
-	lease, err := r.kube.CoordinationV1().Leases(snapshotterNamespace).Get(f.ctx, "external-snapshotter-leader-create-csi-stowage-io", metav1.GetOptions{})
+	lease, err := r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(f.ctx, "external-snapshotter-leader-create-csi-stowage-io", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("lease external-snapshotter-leader-create-csi-stowage-io = %v (%v), want one with a holder", lease, err)
 	}
@@ -107,7 +108,7 @@ func testCreateDelete(t *testing.T, r *rig) {
 // testReleasedWhileCreating makes the driver take the snapshot but lose the answer (a timeout, from
 // csi-snapshotter's side) while the content is released and deleted: csi-snapshotter must learn the
 // snapshot's ID by asking again under the same name, and delete it.
-func testReleasedWhileCreating(t *testing.T, r *rig) {
+func testReleasedWhileCreating(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "inflight.csi.stowage.io")
 	f.createClass(newClass("inflight", drv.Name()))
@@ -164,7 +165,7 @@ func testReleasedWhileCreating(t *testing.T, r *rig) {
 // testKillMidCreate kills csi-snapshotter with SIGKILL while its CreateSnapshot is in flight, lets the driver
 // finish the snapshot after the caller is gone, and starts a new csi-snapshotter: it must find the
 // being-created annotation and record the same snapshot (not take a second one), which is then deleted.
-func testKillMidCreate(t *testing.T, r *rig) {
+func testKillMidCreate(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "kill.csi.stowage.io")
 	f.createClass(newClass("kill", drv.Name()))
@@ -238,7 +239,7 @@ func testKillMidCreate(t *testing.T, r *rig) {
 // testFailure creates a content whose class does not exist: the error goes to status.error and to a Warning
 // Event of upstream's reason on the content (which needs the snapshot types in the Event scheme and the
 // events grant of the RBAC), no CreateSnapshot is made, and the released content is let go.
-func testFailure(t *testing.T, r *rig) {
+func testFailure(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "fail.csi.stowage.io")
 	vol := drv.AddVolume("pv-fail", 1<<30)
@@ -251,7 +252,7 @@ func testFailure(t *testing.T, r *rig) {
 		t.Errorf("status = %q, readyToUse %v; want the missing class named and readyToUse false", msg, got.Status.ReadyToUse)
 	}
 	e2erig.Eventually(t, f.ctx, waitTimeout, "a SnapshotCreationFailed Event on volumesnapshotcontent fail", func(ctx context.Context) (bool, error) {
-		events, err := r.kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fail"})
+		events, err := r.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fail"})
 		if err != nil {
 			return false, err
 		}

@@ -52,19 +52,19 @@ func newContent(name, driver, class, vol string, policy snapv1.DeletionPolicy) *
 type fixture struct {
 	t   *testing.T
 	ctx context.Context
-	r   *rig
+	r   rig
 }
 
 func (f fixture) createClass(c *snapv1.VolumeSnapshotClass) {
 	f.t.Helper()
-	if _, err := f.r.snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil {
+	if _, err := f.r.Snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("create volumesnapshotclass %s: %v", c.Name, err)
 	}
 }
 
 func (f fixture) createContent(c *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotContent {
 	f.t.Helper()
-	out, err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, c, metav1.CreateOptions{})
+	out, err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, c, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatalf("create volumesnapshotcontent %s: %v", c.Name, err)
 	}
@@ -72,7 +72,7 @@ func (f fixture) createContent(c *snapv1.VolumeSnapshotContent) *snapv1.VolumeSn
 }
 
 func (f fixture) get(name string) (*snapv1.VolumeSnapshotContent, error) {
-	return f.r.snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
+	return f.r.Snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
 }
 
 // waitContent waits until cond holds for the content name and returns it.
@@ -105,7 +105,7 @@ func (f fixture) waitReady(name string) *snapv1.VolumeSnapshotContent {
 func (f fixture) release(name string) {
 	f.t.Helper()
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annBeingDeleted: "yes"}}})
-	contents := f.r.snap.SnapshotV1().VolumeSnapshotContents()
+	contents := f.r.Snap.SnapshotV1().VolumeSnapshotContents()
 	if _, err := contents.Patch(f.ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		f.t.Fatalf("annotate volumesnapshotcontent %s being-deleted: %v", name, err)
 	}
@@ -131,7 +131,7 @@ func snapshotName(c *snapv1.VolumeSnapshotContent) string {
 	return "snapshot-" + string(c.Spec.VolumeSnapshotRef.UID)
 }
 
-func newFixture(t *testing.T, r *rig, timeout time.Duration) fixture {
+func newFixture(t *testing.T, r rig, timeout time.Duration) fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return fixture{t: t, ctx: ctx, r: r}

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2ECSISnapshotterSwapWithUpstream swaps csi-snapshotter and upstream's (external-snapshotter v8, built
@@ -25,12 +25,7 @@ import (
 func TestE2ECSISnapshotterSwapWithUpstream(t *testing.T) {
 	// The peer is built (or taken from the cache) before the scenario's clock starts: a first build takes
 	// minutes on 2 cores, and ate the scenario's whole 10 minutes on a fresh machine.
-	buildCtx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	upstream, err := tools.Binary(buildCtx, tools.ExternalSnapshotter(), "csi-snapshotter")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.CSISnapshotter())
 	r := startRig(t)
 	f := newFixture(t, r, 10*time.Minute)
 	drv := startDriver(t, "swap.csi.stowage.io")

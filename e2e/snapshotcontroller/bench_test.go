@@ -1,6 +1,6 @@
 //go:build bench
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -23,8 +23,6 @@ import (
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
-const snapshotterUser = "system:serviceaccount:" + namespace + ":" + snapshotterSA
-
 // TestBenchSnapshotStorm creates N VolumeSnapshots of N bound claims at once against the instant mock driver,
 // starts a snapshot-controller and a csi-snapshotter, and measures the seconds until all are readyToUse (from
 // the processes' start, so start-up and the initial LISTs are included), then deletes them all at once and
@@ -35,8 +33,8 @@ const snapshotterUser = "system:serviceaccount:" + namespace + ":" + snapshotter
 // SNAPSHOT_STORM_N overrides N (200).
 func TestBenchSnapshotStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "SNAPSHOT_STORM_N", 200)
-	r := startRig(t)
-	cfg := r.cluster.RESTConfig()
+	r := startRig(t, false)
+	cfg := r.Cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 500, 1000
 	admin, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -89,7 +87,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		before := len(r.audit.MustWrites(t))
+		before := len(r.Audit.MustWrites(t))
 		creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
 		start := time.Now()
 		extra := append([]string{"--leader-election=false"}, run.flags...)
@@ -100,7 +98,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 			return err == nil && ready == n, err
 		})
 		res := row{name: run.name, ready: time.Since(start).Seconds(), deletes: map[string]float64{}}
-		deleteFrom := len(r.audit.MustWrites(t))
+		deleteFrom := len(r.Audit.MustWrites(t))
 		start = time.Now()
 		if err := e2erig.Parallel(n, 16, func(j int) error {
 			return snaps.SnapshotV1().VolumeSnapshots(testNamespace).Delete(ctx, fmt.Sprintf("%s%d", prefix, j), metav1.DeleteOptions{})
@@ -116,7 +114,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 			return err == nil && len(vs.Items) == 0 && len(contents.Items) == 0 && len(drv.Snapshots()) == 0, err
 		})
 		res.deleted = time.Since(start).Seconds()
-		for _, w := range r.audit.MustWrites(t)[before:] {
+		for _, w := range r.Audit.MustWrites(t)[before:] {
 			switch w.User {
 			case controllerUser:
 				res.controller++
@@ -129,7 +127,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 				res.conflict++
 			}
 		}
-		for _, w := range r.audit.MustWrites(t)[deleteFrom:] {
+		for _, w := range r.Audit.MustWrites(t)[deleteFrom:] {
 			if who := map[string]string{controllerUser: "snapshot-controller", snapshotterUser: "csi-snapshotter"}[w.User]; who != "" {
 				res.deletes[fmt.Sprintf("%s: %s %s", who, w.Verb, w.Resource)] += 1 / float64(n)
 			}
