@@ -20,10 +20,7 @@ import (
 	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
-// Server write limit measurement: writes from unthrottled goroutines.
 const (
-	limitWrites  = 3000
-	limitWorkers = 64
 	// settle is the pause between the attach and the detach storm, the same for both sidecars: long enough for
 	// a client-side token bucket of burst 100 at 20 QPS to refill, so that the detach storm is measured as it
 	// runs after any quiet moment, and not together with the tokens the attach storm has just used up.
@@ -44,14 +41,7 @@ func TestBenchAttachStorm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
-	var limit e2erig.WriteLimit
-	t.Run("server write limit", func(t *testing.T) {
-		r := startRig(t)
-		var err error
-		if limit, err = e2erig.MeasureWriteLimit(ctx, r.Cluster.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
-			t.Fatal(err)
-		}
-	})
+	limit := sidecarrig.MeasureWriteLimit(t, ctx, rigOptions())
 	settings := []struct {
 		name string
 		args []string

@@ -425,7 +425,7 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 		name := fmt.Sprintf("restart%d-%d", index, round)
 		volumes = append(volumes, name)
 		vol := drv.AddVolume(name, 1<<30)
-		release := holdPublishes(drv)
+		release := blockPublish(drv)
 		before := drv.Calls(csimock.ControllerPublishVolume)
 		if _, err := r.Client.CoreV1().PersistentVolumes().Create(ctx, csiPV(name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -469,22 +469,4 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 		t.Logf("round %d: first publish %.2fs after the driver was back (attacher processes so far: %d)", round+1, at.Sub(back).Seconds(), starts)
 	}
 	return out
-}
-
-// holdPublishes makes drv's ControllerPublish calls wait until the returned channel is closed or the call
-// ends, as a call in flight when the driver crashes.
-func holdPublishes(drv *csimock.Driver) chan struct{} {
-	release := make(chan struct{})
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		select {
-		case <-release:
-			return status.Error(codes.Aborted, "interrupted by the benchmark")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	return release
 }

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
@@ -73,24 +71,6 @@ func testFailover(t *testing.T, r *rig, fc failoverCase) {
 			t.Errorf("volume %s published to %v, want [%s]", v.ID, v.PublishedNodes, f.nodeID)
 		}
 	}
-}
-
-// blockPublish makes ControllerPublish block until the returned channel is closed; calls blocked then fail
-// as interrupted. The leader's calls so stay in flight until the test stops it.
-func blockPublish(drv *csimock.Driver) chan struct{} {
-	release := make(chan struct{})
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		select {
-		case <-release:
-			return status.Error(codes.Aborted, "interrupted by the test")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	return release
 }
 
 // waitLeaseHolder waits until lease has a holder that ok accepts and returns it.

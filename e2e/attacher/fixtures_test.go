@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -240,4 +242,22 @@ func attachedCount(ctx context.Context, client kubernetes.Interface, driver stri
 		}
 	}
 	return attached, total, nil
+}
+
+// blockPublish makes ControllerPublish block until the returned channel is closed; calls blocked then fail
+// as interrupted. The leader's calls so stay in flight until the test stops it.
+func blockPublish(drv *csimock.Driver) chan struct{} {
+	release := make(chan struct{})
+	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
+		if method != csimock.ControllerPublishVolume {
+			return nil
+		}
+		select {
+		case <-release:
+			return status.Error(codes.Aborted, "interrupted by the test")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return release
 }

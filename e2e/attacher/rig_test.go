@@ -30,11 +30,12 @@ type rig struct {
 
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	return &rig{
-		Rig: sidecarrig.Start(t, sidecarrig.Options{Sidecars: []sidecarrig.Sidecar{sidecarrig.Attacher()},
-			Audit: []string{"storage.k8s.io/volumeattachments", "/persistentvolumes"}}),
-		binary: sidecarrig.Binary(t, sidecarrig.Attacher()),
-	}
+	return &rig{Rig: sidecarrig.Start(t, rigOptions()), binary: sidecarrig.Binary(t, sidecarrig.Attacher())}
+}
+
+func rigOptions() sidecarrig.Options {
+	return sidecarrig.Options{Sidecars: []sidecarrig.Sidecar{sidecarrig.Attacher()},
+		Audit: []string{"storage.k8s.io/volumeattachments", "/persistentvolumes"}}
 }
 
 // startAttacher runs Stowage's csi-attacher against endpoint as startBinary does.

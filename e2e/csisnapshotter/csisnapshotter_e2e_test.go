@@ -114,14 +114,13 @@ func testReleasedWhileCreating(t *testing.T, r rig) {
 	f.createClass(newClass("inflight", drv.Name()))
 	vol := drv.AddVolume("pv-inflight", 1<<30)
 	var creates atomic.Int32
-	started := make(chan struct{})
+	mid := midCreate{started: make(chan struct{}), made: make(chan string, 1)}
 	release := make(chan struct{})
-	made := make(chan string, 1)
 	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
 		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
 			return nil
 		}
-		close(started)
+		close(mid.started)
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -131,28 +130,19 @@ func testReleasedWhileCreating(t *testing.T, r rig) {
 		if err != nil {
 			return status.Errorf(codes.Internal, "taking the snapshot behind the sidecar's back: %v", err)
 		}
-		made <- id
+		mid.made <- id
 		return status.Error(codes.DeadlineExceeded, "injected: the driver took the snapshot, the answer was lost")
 	})
 	r.startSnapshotter(t, "snapshotter-inflight", drv.Endpoint())
 
 	c := f.createContent(newContent("inflight", drv.Name(), "inflight", vol.ID, snapv1.VolumeSnapshotContentDelete))
-	select {
-	case <-started:
-	case <-f.ctx.Done():
-		t.Fatal("CreateSnapshot was never called")
-	}
+	mid.waitStarted(f)
 	if got, err := f.get(c.Name); err != nil || got.Annotations[annBeingCreated] != "yes" {
 		t.Fatalf("during CreateSnapshot: content %v (%v), want the being-created annotation set before the call", got, err)
 	}
 	f.release(c.Name)
 	close(release)
-	var id string
-	select {
-	case id = <-made:
-	case <-f.ctx.Done():
-		t.Fatal("the injected snapshot was never taken")
-	}
+	id := mid.waitMade(f)
 	f.waitGone(c.Name)
 	if snaps := drv.Snapshots(); len(snaps) != 0 {
 		t.Errorf("driver snapshots = %+v, want none: %s leaked", snaps, id)
@@ -170,31 +160,12 @@ func testKillMidCreate(t *testing.T, r rig) {
 	drv := startDriver(t, "kill.csi.stowage.io")
 	f.createClass(newClass("kill", drv.Name()))
 	vol := drv.AddVolume("pv-kill", 1<<30)
-	var creates atomic.Int32
-	started := make(chan struct{})
-	made := make(chan string, 1)
-	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
-		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
-			return nil
-		}
-		close(started)
-		<-ctx.Done() // the caller is killed
-		id, err := createInDriver(drv, req.(*csi.CreateSnapshotRequest))
-		if err != nil {
-			return status.Errorf(codes.Internal, "taking the snapshot after the caller died: %v", err)
-		}
-		made <- id
-		return ctx.Err()
-	})
+	mid := outliveCaller(drv)
 	endpoint := e2erig.FreeAddr(t)
 	first := r.startSnapshotter(t, "snapshotter-kill-1", drv.Endpoint(), "--http-endpoint="+endpoint)
 
 	c := f.createContent(newContent("kill", drv.Name(), "kill", vol.ID, snapv1.VolumeSnapshotContentDelete))
-	select {
-	case <-started:
-	case <-f.ctx.Done():
-		t.Fatal("CreateSnapshot was never called")
-	}
+	mid.waitStarted(f)
 	if got, err := f.get(c.Name); err != nil || got.Annotations[annBeingCreated] != "yes" {
 		t.Fatalf("during CreateSnapshot: content %v (%v), want the being-created annotation set before the call", got, err)
 	}
@@ -209,12 +180,7 @@ func testKillMidCreate(t *testing.T, r rig) {
 	}
 	first.Signal(syscall.SIGKILL)
 	<-first.Done()
-	var id string
-	select {
-	case id = <-made:
-	case <-f.ctx.Done():
-		t.Fatal("the driver never finished the snapshot")
-	}
+	id := mid.waitMade(f)
 
 	second := e2erig.FreeAddr(t)
 	r.startSnapshotter(t, "snapshotter-kill-2", drv.Endpoint(), "--http-endpoint="+second)

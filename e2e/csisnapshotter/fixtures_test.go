@@ -5,8 +5,13 @@ package csisnapshotter
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
@@ -135,4 +141,54 @@ func newFixture(t *testing.T, r rig, timeout time.Duration) fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return fixture{t: t, ctx: ctx, r: r}
+}
+
+// midCreate is a CreateSnapshot that outlives its caller: started is closed once the call is in flight, made
+// gets the ID of the snapshot the driver took after the caller was gone.
+type midCreate struct {
+	started chan struct{}
+	made    chan string
+}
+
+// outliveCaller makes the driver's first CreateSnapshot wait until its caller is gone (killed) and then take
+// the snapshot anyway, as a backend finishes work whose caller vanished.
+func outliveCaller(drv *csimock.Driver) midCreate {
+	m := midCreate{started: make(chan struct{}), made: make(chan string, 1)}
+	var creates atomic.Int32
+	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
+		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
+			return nil
+		}
+		close(m.started)
+		<-ctx.Done() // the caller is killed
+		id, err := createInDriver(drv, req.(*csi.CreateSnapshotRequest))
+		if err != nil {
+			return status.Errorf(codes.Internal, "taking the snapshot after the caller died: %v", err)
+		}
+		m.made <- id
+		return ctx.Err()
+	})
+	return m
+}
+
+// waitStarted waits until the CreateSnapshot is in flight.
+func (m midCreate) waitStarted(f fixture) {
+	f.t.Helper()
+	select {
+	case <-m.started:
+	case <-f.ctx.Done():
+		f.t.Fatal("CreateSnapshot was never called")
+	}
+}
+
+// waitMade waits until the driver took the snapshot and returns its ID.
+func (m midCreate) waitMade(f fixture) string {
+	f.t.Helper()
+	select {
+	case id := <-m.made:
+		return id
+	case <-f.ctx.Done():
+		f.t.Fatal("the driver never finished the snapshot")
+		return ""
+	}
 }

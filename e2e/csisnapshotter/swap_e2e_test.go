@@ -3,18 +3,12 @@
 package csisnapshotter
 
 import (
-	"context"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
@@ -31,38 +25,14 @@ func TestE2ECSISnapshotterSwapWithUpstream(t *testing.T) {
 	drv := startDriver(t, "swap.csi.stowage.io")
 	f.createClass(newClass("swap", drv.Name()))
 	vol := drv.AddVolume("pv-swap", 1<<30)
-	var creates atomic.Int32
-	started := make(chan struct{})
-	made := make(chan string, 1)
-	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
-		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
-			return nil
-		}
-		close(started)
-		<-ctx.Done() // the caller is killed
-		id, err := createInDriver(drv, req.(*csi.CreateSnapshotRequest))
-		if err != nil {
-			return status.Errorf(codes.Internal, "taking the snapshot after the caller died: %v", err)
-		}
-		made <- id
-		return ctx.Err()
-	})
+	mid := outliveCaller(drv)
 
 	stowage := r.startSnapshotter(t, "snapshotter-swap-stowage", drv.Endpoint())
 	c := f.createContent(newContent("swap", drv.Name(), "swap", vol.ID, snapv1.VolumeSnapshotContentDelete))
-	select {
-	case <-started:
-	case <-f.ctx.Done():
-		t.Fatal("CreateSnapshot was never called")
-	}
+	mid.waitStarted(f)
 	stowage.Signal(syscall.SIGKILL)
 	<-stowage.Done()
-	var id string
-	select {
-	case id = <-made:
-	case <-f.ctx.Done():
-		t.Fatal("the driver never finished the snapshot")
-	}
+	id := mid.waitMade(f)
 
 	theirs := r.startBinary(t, upstream, "snapshotter-swap-upstream", drv.Endpoint())
 	got := f.waitReady(c.Name)

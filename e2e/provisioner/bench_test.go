@@ -26,8 +26,6 @@ const (
 	// their own clock, not per claim, so they are not counted. Every other Lease write is (Stowage's intent
 	// record, <leaderLease>-intents, is a Lease).
 	leaderLease = "mock-csi-stowage-io"
-	// The server write limit measurement: writes from unthrottled goroutines.
-	limitWrites, limitWorkers = 3000, 64
 	// settle is how long the provision phase's trailing writes (events, a release of Stowage's intent) get
 	// before the claims are deleted, so that they are counted with the phase they belong to.
 	settle = 2 * time.Second
@@ -47,14 +45,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	upstream, ours := sidecarrig.Upstream(t, sidecarrig.Provisioner()), sidecarrig.Binary(t, sidecarrig.Provisioner())
-	var limit rig.WriteLimit
-	t.Run("server write limit", func(t *testing.T) {
-		r := startStormRig(t)
-		var err error
-		if limit, err = rig.MeasureWriteLimit(ctx, r.Cluster.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
-			t.Fatal(err)
-		}
-	})
+	limit := sidecarrig.MeasureWriteLimit(t, ctx, stormOptions())
 	settings := []struct {
 		name string
 		args []string
@@ -88,21 +79,21 @@ func TestBenchProvisionStorm(t *testing.T) {
 	fmt.Println()
 }
 
-// startStormRig starts a rig, stopped when t ends, with an audit log of the writes to claims, PVs, Events and
-// Leases, and kube-controller-manager unthrottled.
-func startStormRig(t *testing.T) *sidecarrig.Rig {
-	t.Helper()
-	return startRig(t, sidecarrig.Options{
+// stormOptions are a rig with an audit log of the writes to claims, PVs, Events and Leases, and
+// kube-controller-manager unthrottled.
+func stormOptions() sidecarrig.Options {
+	return sidecarrig.Options{
+		Sidecars:              []sidecarrig.Sidecar{sidecarrig.Provisioner()},
 		Audit:                 []string{"/persistentvolumeclaims", "/persistentvolumes", "/events", "events.k8s.io/events", "coordination.k8s.io/leases"},
 		ControllerManagerArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"},
-	})
+	}
 }
 
 // provisionStorm starts a fresh control plane and the csi-provisioner at path with args, creates n claims at
 // once and times them to Bound, then deletes them all and times it until every PV is gone.
 func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args []string) []rig.StormRun {
 	t.Helper()
-	r := startStormRig(t)
+	r := sidecarrig.Start(t, stormOptions())
 	kube, audit := r.Client, r.Audit
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {

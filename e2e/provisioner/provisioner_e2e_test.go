@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
@@ -26,14 +25,11 @@ import (
 // provisionerTest is the setting TestE2EProvisioner's subtests share: one control plane with an audit log of
 // the writes to claims and PVs, two nodes in two zones, the StorageClasses, and a running provisioner.
 type provisionerTest struct {
-	r     *sidecarrig.Rig
-	kube  kubernetes.Interface
+	setting
 	audit *rig.AuditLog
-	drv   *csimock.Driver
 	// prov is the shared provisioner, with sharedArgs; owner is the test it runs for.
 	prov  *process
 	owner *testing.T
-	ns    string
 }
 
 // TestE2EProvisioner walks claims through csi-provisioner on a real control plane: Immediate and
@@ -66,7 +62,7 @@ func TestE2EProvisioner(t *testing.T) {
 func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	ctx := context.Background()
 	r := startRig(t, sidecarrig.Options{Audit: []string{"/persistentvolumeclaims", "/persistentvolumes", "/events", "coordination.k8s.io/leases"}})
-	e := &provisionerTest{r: r, kube: r.Client, audit: r.Audit, ns: "e2e-provisioner"}
+	e := &provisionerTest{setting: setting{r: r, kube: r.Client, ns: "e2e-provisioner"}, audit: r.Audit}
 	var err error
 	// csimock's default capabilities plus MODIFY_VOLUME, which claims naming a VolumeAttributesClass need.
 	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{

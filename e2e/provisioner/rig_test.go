@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
@@ -35,6 +36,15 @@ func startRig(t testing.TB, opts sidecarrig.Options) *sidecarrig.Rig {
 	t.Helper()
 	opts.Sidecars = []sidecarrig.Sidecar{sidecarrig.Provisioner()}
 	return sidecarrig.Start(t, opts)
+}
+
+// setting is what the subtests of one test share: the rig, its admin client, the mock driver and the
+// namespace of the claims.
+type setting struct {
+	r    *sidecarrig.Rig
+	kube kubernetes.Interface
+	drv  *csimock.Driver
+	ns   string
 }
 
 // grantCapacity adds what --enable-capacity needs beyond deploy/rbac/csi-provisioner.yaml, which has exactly

@@ -31,12 +31,9 @@ const (
 // restoreTest is the setting TestE2EProvisionerSnapshotRestore's subtests share: one control plane with the
 // snapshot CRDs, a driver that can restore snapshots, the classes, and a running provisioner.
 type restoreTest struct {
-	r       *sidecarrig.Rig
-	kube    kubernetes.Interface
+	setting
 	snaps   snapclient.Interface
-	drv     *csimock.Driver
 	creates *createRecorder
-	ns      string
 }
 
 // TestE2EProvisionerSnapshotRestore restores claims from VolumeSnapshots on a real control plane with the
@@ -82,7 +79,7 @@ func startRestoreTest(t *testing.T) *restoreTest {
 	ns := "e2e-restore"
 	createNamespace(t, ctx, kube, ns)
 	startProvisioner(t, r, drv.Endpoint(), "--extra-create-metadata")
-	return &restoreTest{r: r, kube: kube, snaps: snaps, drv: drv, creates: creates, ns: ns}
+	return &restoreTest{setting: setting{r: r, kube: kube, drv: drv, ns: ns}, snaps: snaps, creates: creates}
 }
 
 func testRestoreReady(t *testing.T, e *restoreTest) {

@@ -34,16 +34,7 @@ import (
 func TestBenchSnapshotStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "SNAPSHOT_STORM_N", 200)
 	r := startRig(t, false)
-	cfg := r.Cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 500, 1000
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, snaps := benchClients(t, r, 500, 1000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
@@ -230,4 +221,20 @@ func countReady(ctx context.Context, snaps snapclient.Interface, prefix string) 
 		}
 	}
 	return ready, nil
+}
+
+// benchClients are admin clientsets of r's cluster at the benchmark's own client-side limits.
+func benchClients(t *testing.T, r rig, qps float32, burst int) (kubernetes.Interface, snapclient.Interface) {
+	t.Helper()
+	cfg := r.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = qps, burst
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, snaps
 }

@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
@@ -37,16 +35,7 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	r := startRig(t, false)
-	cfg := r.Cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 2000, 4000
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, snaps := benchClients(t, r, 2000, 4000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
 	handles := make([]string, claims)
