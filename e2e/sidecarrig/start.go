@@ -94,16 +94,6 @@ func Start(t testing.TB, opts Options) *Rig {
 	return r
 }
 
-// Kubeconfig is the kubeconfig of s's ServiceAccount; s must be one of the rig's Sidecars.
-func (r *Rig) Kubeconfig(t testing.TB, s Sidecar) string {
-	t.Helper()
-	kubeconfig, ok := r.kubeconfigs[s.ServiceAccount]
-	if !ok {
-		t.Fatalf("the rig was started without %s's RBAC", s.Command)
-	}
-	return kubeconfig
-}
-
 // Writes are the audit log's writes by s, in order.
 func (r *Rig) Writes(t testing.TB, s Sidecar) []rig.AuditWrite {
 	t.Helper()
