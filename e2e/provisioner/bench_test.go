@@ -94,7 +94,7 @@ func stormOptions() sidecarrig.Options {
 func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args []string) []rig.StormRun {
 	t.Helper()
 	r := sidecarrig.Start(t, stormOptions())
-	kube, audit := r.Client, r.Audit
+	kube, audit := adminClient(t, r), r.Audit
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := startRig(t, sidecarrig.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
-	kube := r.Client
+	kube := adminClient(t, r)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {
 		t.Fatal(err)

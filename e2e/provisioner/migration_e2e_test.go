@@ -32,7 +32,7 @@ const (
 func TestE2EProvisionerMigration(t *testing.T) {
 	ctx := context.Background()
 	r := startRig(t, sidecarrig.Options{})
-	kube := r.Client
+	kube := adminClient(t, r)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: ebsDriverName, TopologyKey: ebsZoneKey})
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ func TestE2EProvisioner(t *testing.T) {
 func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	ctx := context.Background()
 	r := startRig(t, sidecarrig.Options{Audit: []string{"/persistentvolumeclaims", "/persistentvolumes", "/events", "coordination.k8s.io/leases"}})
-	e := &provisionerTest{setting: setting{r: r, kube: r.Client, ns: "e2e-provisioner"}, audit: r.Audit}
+	e := &provisionerTest{setting: setting{r: r, kube: adminClient(t, r), ns: "e2e-provisioner"}, audit: r.Audit}
 	var err error
 	// csimock's default capabilities plus MODIFY_VOLUME, which claims naming a VolumeAttributesClass need.
 	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{

@@ -38,6 +38,19 @@ func startRig(t testing.TB, opts sidecarrig.Options) *sidecarrig.Rig {
 	return sidecarrig.Start(t, opts)
 }
 
+// adminClient is an admin clientset of r's cluster with limits high enough that the test itself never
+// throttles.
+func adminClient(t testing.TB, r *sidecarrig.Rig) kubernetes.Interface {
+	t.Helper()
+	cfg := r.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube
+}
+
 // setting is what the subtests of one test share: the rig, its admin client, the mock driver and the
 // namespace of the claims.
 type setting struct {

@@ -56,7 +56,7 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 func startRestoreTest(t *testing.T) *restoreTest {
 	r := startRig(t, sidecarrig.Options{SnapshotCRDs: true})
 	ctx := context.Background()
-	kube, snaps := r.Client, r.Snap
+	kube, snaps := adminClient(t, r), r.Snap
 
 	// Restoring needs CREATE_DELETE_SNAPSHOT (upstream refuses without it), which the mock leaves out by default.
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{

@@ -34,10 +34,9 @@ type Options struct {
 // Rig is one control plane with an audit log and the sidecars' RBAC applied.
 type Rig struct {
 	Cluster *cluster.Cluster
-	// Client is the cluster's admin clientset, with limits high enough that the test itself never throttles.
+	// Client and Snap are admin clientsets at client-go's default limits.
 	Client kubernetes.Interface
-	// Snap is the admin snapshot clientset.
-	Snap snapclient.Interface
+	Snap   snapclient.Interface
 	// Audit is the audit log of Options.Audit; nil without.
 	Audit       *rig.AuditLog
 	kubeconfigs map[string]string // by ServiceAccount
@@ -59,13 +58,8 @@ func Start(t testing.TB, opts Options) *Rig {
 		clusterOpts.APIServerArgs = r.Audit.APIServerArgs()
 	}
 	c := clustertest.StartWith(t, clusterOpts)
-	r.Cluster = c
-	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	if r.Client, err = kubernetes.NewForConfig(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if r.Snap, err = snapclient.NewForConfig(cfg); err != nil {
+	r.Cluster, r.Client = c, c.Client()
+	if r.Snap, err = snapclient.NewForConfig(c.RESTConfig()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setUpTimeout)
