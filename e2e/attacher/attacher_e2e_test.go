@@ -47,7 +47,7 @@ func testPodAttachDetach(t *testing.T, r *rig) {
 	endpoint := e2erig.FreeAddr(t)
 	r.startAttacher(t, "attacher", f.drv.Endpoint(), "--http-endpoint="+endpoint, oneWorker)
 
-	auditStart := len(r.audit.MustWrites(t))
+	auditStart := len(r.Audit.MustWrites(t))
 	pod := podUsing("default", "pod-attach", f.node, "pvc-attach")
 	f.check(f.client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}))
 	var va *storagev1.VolumeAttachment
@@ -145,7 +145,7 @@ func checkAttach(f *fixture, vol csimock.Volume, auditStart int) (*storagev1.Vol
 func checkDetach(f *fixture, vol csimock.Volume, va *storagev1.VolumeAttachment, pod *corev1.Pod) []e2erig.AuditWrite {
 	t := f.t
 	t.Helper()
-	detachStart := len(f.r.audit.MustWrites(t))
+	detachStart := len(f.r.Audit.MustWrites(t))
 	zero := int64(0)
 	if err := f.client.CoreV1().Pods(pod.Namespace).Delete(f.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func testTakeOverFromUpstream(t *testing.T, r *rig) {
 	defer cancel()
 	f := newFixture(t, ctx, r, "takeover")
 	vol := f.leftByUpstream("va-takeover", "pv-takeover")
-	before := len(r.audit.MustWrites(t))
+	before := len(r.Audit.MustWrites(t))
 	r.startAttacher(t, "attacher", f.drv.Endpoint(), oneWorker)
 	f.deleteAttachedVolume("va-takeover", "pv-takeover")
 
@@ -235,7 +235,7 @@ func testTakeOverFromUpstream(t *testing.T, r *rig) {
 	f.attachment("va-takeover-sentinel", "pv-takeover-sentinel", nil)
 	f.waitAttached("va-takeover-sentinel")
 	f.deleteAttachedVolume("va-takeover-sentinel", "pv-takeover-sentinel")
-	writes := r.audit.WaitFor(t, ctx, waitTimeout, "csi-attacher's patch of pv-takeover-sentinel", func(w e2erig.AuditWrite) bool {
+	writes := r.Audit.WaitFor(t, ctx, waitTimeout, "csi-attacher's patch of pv-takeover-sentinel", func(w e2erig.AuditWrite) bool {
 		return w.User == attacherUser && w.Resource == "persistentvolumes" && w.Name == "pv-takeover-sentinel"
 	})
 	ours := e2erig.Filter(without(writes[before:], "va-takeover-sentinel", "pv-takeover-sentinel"), e2erig.ByUser(attacherUser))
@@ -304,7 +304,7 @@ func testReconcile(t *testing.T, r *rig) {
 	f := newFixture(t, ctx, r, "reconcile")
 	vol, pv := f.volume("pv-reconcile", nil)
 	f.attachment("va-reconcile", pv.Name, nil)
-	before := len(r.audit.MustWrites(t))
+	before := len(r.Audit.MustWrites(t))
 	r.startAttacher(t, "attacher", f.drv.Endpoint(), "--reconcile-sync=1s", oneWorker)
 	f.waitAttached("va-reconcile")
 

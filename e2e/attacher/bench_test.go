@@ -17,13 +17,10 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
-// Server write limit measurement: writes from unthrottled goroutines.
 const (
-	limitWrites  = 3000
-	limitWorkers = 64
 	// settle is the pause between the attach and the detach storm, the same for both sidecars: long enough for
 	// a client-side token bucket of burst 100 at 20 QPS to refill, so that the detach storm is measured as it
 	// runs after any quiet moment, and not together with the tokens the attach storm has just used up.
@@ -43,17 +40,8 @@ func TestBenchAttachStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "ATTACH_STORM_N", 1000)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var limit e2erig.WriteLimit
-	t.Run("server write limit", func(t *testing.T) {
-		r := startRig(t)
-		if limit, err = e2erig.MeasureWriteLimit(ctx, r.cluster.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
-			t.Fatal(err)
-		}
-	})
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
+	limit := sidecarrig.MeasureWriteLimit(t, ctx, rigOptions())
 	settings := []struct {
 		name string
 		args []string
@@ -93,7 +81,7 @@ func TestBenchAttachStorm(t *testing.T) {
 func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, args []string) []e2erig.StormRun {
 	t.Helper()
 	admin, err := kubernetes.NewForConfig(func() *rest.Config {
-		c := r.cluster.RESTConfig()
+		c := r.Cluster.RESTConfig()
 		c.QPS, c.Burst = -1, 0
 		return c
 	}())
@@ -117,7 +105,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 		return err
 	})
 
-	before := r.auditWrites(t, attacherUser)
+	before := r.attacherWrites(t)
 	start := time.Now()
 	p := r.startBinary(t, path, "storm", drv.Endpoint(), args...)
 	e2erig.Eventually(t, ctx, 2*time.Hour, fmt.Sprintf("all %d VolumeAttachments attached", n), func(ctx context.Context) (bool, error) {
@@ -126,7 +114,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 	})
 	attach := e2erig.StormRun{Phase: "attach", Objects: n, Seconds: time.Since(start).Seconds()}
 	time.Sleep(settle) // trailing writes of the attach storm are counted with it
-	afterAttach := r.auditWrites(t, attacherUser)
+	afterAttach := r.attacherWrites(t)
 	attach.Writes = len(since(before, afterAttach))
 
 	start = time.Now()
@@ -148,7 +136,7 @@ func attachStorm(t *testing.T, ctx context.Context, r *rig, path string, n int, 
 	// Counted once the process is gone, so a write that trailed the last deletion is in the log too.
 	p.Signal(syscall.SIGTERM)
 	_ = p.Wait(ctx)
-	detach.Writes = len(since(afterAttach, r.auditWrites(t, attacherUser)))
+	detach.Writes = len(since(afterAttach, r.attacherWrites(t)))
 	return []e2erig.StormRun{attach, detach}
 }
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // standbySettle is how long a new standby runs before the leader is stopped: longer than its longest
@@ -69,12 +69,7 @@ func TestBenchAttacherFailover(t *testing.T) {
 		{"Stowage csi-attacher, its defaults (lease 15s, renew 10s, retry 5s, release, watch)", false, nil, syscall.SIGTERM},
 	}
 	r := startRig(t)
-	toolsCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	upstream, err := tools.Binary(toolsCtx, tools.CSIAttacher(), "csi-attacher")
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
 	upstream = ownHostname(t, upstream)
 	results := make([][]failoverRound, len(scenarios))
 	// All scenarios at once, whatever -parallel is: t.Run may be called from several goroutines.
@@ -135,7 +130,7 @@ func runFailover(t *testing.T, r *rig, upstream string, index int, sc failoverSc
 	fb := &failoverBench{t: t, ctx: ctx, r: r, drv: drv, gate: &publishGate{}, index: index, sc: sc, driver: driver, bin: bin, waiting: waiting,
 		node: fmt.Sprintf("node-failover%d", index), lease: "external-attacher-leader-" + strings.ReplaceAll(driver, ".", "-")}
 	drv.SetBeforeCall(fb.gate.before)
-	createNode(t, ctx, r.client, fb.node, driver, fmt.Sprintf("mock-failover%d", index))
+	createNode(t, ctx, r.Client, fb.node, driver, fmt.Sprintf("mock-failover%d", index))
 
 	leader := r.startBinary(t, bin, fmt.Sprintf("failover%d-0", index), drv.Endpoint(), sc.args...)
 	var leaderID string
@@ -222,7 +217,7 @@ type failoverBench struct {
 
 // holder is the Lease's holder, "" when there is none or it cannot be read.
 func (fb *failoverBench) holder(ctx context.Context) string {
-	l, err := fb.r.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, fb.lease, metav1.GetOptions{})
+	l, err := fb.r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, fb.lease, metav1.GetOptions{})
 	if err != nil || l.Spec.HolderIdentity == nil {
 		return ""
 	}
@@ -257,7 +252,7 @@ func (fb *failoverBench) round(round int, leader *e2erig.Process, leaderID strin
 	var newLeader string
 	var lastRenewal time.Time
 	e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to take the lease", func(ctx context.Context) (bool, error) {
-		l, err := fb.r.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, fb.lease, metav1.GetOptions{})
+		l, err := fb.r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, fb.lease, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -277,7 +272,7 @@ func (fb *failoverBench) round(round int, leader *e2erig.Process, leaderID strin
 	})
 	fb.waitLeaderExit(leader)
 	e2erig.Eventually(t, ctx, 2*time.Minute, "the standby to attach "+vaName, func(ctx context.Context) (bool, error) {
-		va, err := fb.r.client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		va, err := fb.r.Client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
 		return err == nil && va.Status.Attached, err
 	})
 	published := fb.gate.first()
@@ -300,7 +295,7 @@ func (fb *failoverBench) round(round int, leader *e2erig.Process, leaderID strin
 // leaderAttaching creates the round's volume and VolumeAttachment and waits until the leader's
 // ControllerPublish for it is in flight. It returns the VolumeAttachment's name.
 func (fb *failoverBench) leaderAttaching(round int) string {
-	t, ctx, client := fb.t, fb.ctx, fb.r.client
+	t, ctx, client := fb.t, fb.ctx, fb.r.Client
 	before := fb.drv.Calls(csimock.ControllerPublishVolume)
 	vol := fb.drv.AddVolume(fmt.Sprintf("pv-failover%d-%d", fb.index, round), 1<<30)
 	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, csiPV(vol.Name, fb.driver, vol.ID), metav1.CreateOptions{}); err != nil {
@@ -365,12 +360,7 @@ func signalName(sig syscall.Signal) string {
 func TestBenchAttacherDriverRestart(t *testing.T) {
 	rounds := e2erig.EnvCount(t, "ATTACHER_DRIVER_RESTART_ROUNDS", 7)
 	r := startRig(t)
-	toolsCtx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	upstream, err := tools.Binary(toolsCtx, tools.CSIAttacher(), "csi-attacher")
-	cancel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
 	attachers := []struct{ name, bin string }{
 		{"upstream external-attacher (exits, restarted at once)", upstream},
 		{"Stowage csi-attacher (follows the restart)", r.binary},
@@ -406,7 +396,7 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	createNode(t, ctx, r.client, node, driver, nodeID)
+	createNode(t, ctx, r.Client, node, driver, nodeID)
 	var volumes []string // every round's volume, in order: a restarted driver is given them again, same IDs
 	serve := func() *csimock.Driver {
 		drv, err := csimock.Start(ctx, csimock.Options{Name: driver, SocketDir: dir})
@@ -426,7 +416,7 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 	attacher, starts := start(0), 1
 	lease := "external-attacher-leader-" + strings.ReplaceAll(driver, ".", "-")
 	e2erig.Eventually(t, ctx, 2*time.Minute, "the attacher to lead", func(ctx context.Context) (bool, error) {
-		l, err := r.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
+		l, err := r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, lease, metav1.GetOptions{})
 		return err == nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "", nil
 	})
 
@@ -435,12 +425,12 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 		name := fmt.Sprintf("restart%d-%d", index, round)
 		volumes = append(volumes, name)
 		vol := drv.AddVolume(name, 1<<30)
-		release := holdPublishes(drv)
+		release := blockPublish(drv)
 		before := drv.Calls(csimock.ControllerPublishVolume)
-		if _, err := r.client.CoreV1().PersistentVolumes().Create(ctx, csiPV(name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
+		if _, err := r.Client.CoreV1().PersistentVolumes().Create(ctx, csiPV(name, driver, vol.ID), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := r.client.StorageV1().VolumeAttachments().Create(ctx, directVA(name, driver, name, node), metav1.CreateOptions{}); err != nil {
+		if _, err := r.Client.StorageV1().VolumeAttachments().Create(ctx, directVA(name, driver, name, node), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		e2erig.Eventually(t, ctx, time.Minute, "the attacher's ControllerPublish", func(context.Context) (bool, error) {
@@ -473,28 +463,10 @@ func runDriverRestarts(t *testing.T, r *rig, index int, bin string, rounds int) 
 		}
 		out = append(out, at.Sub(back).Seconds())
 		e2erig.Eventually(t, ctx, time.Minute, "the attachment of "+name, func(ctx context.Context) (bool, error) {
-			va, err := r.client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+			va, err := r.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 			return err == nil && va.Status.Attached, err
 		})
 		t.Logf("round %d: first publish %.2fs after the driver was back (attacher processes so far: %d)", round+1, at.Sub(back).Seconds(), starts)
 	}
 	return out
-}
-
-// holdPublishes makes drv's ControllerPublish calls wait until the returned channel is closed or the call
-// ends, as a call in flight when the driver crashes.
-func holdPublishes(drv *csimock.Driver) chan struct{} {
-	release := make(chan struct{})
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		select {
-		case <-release:
-			return status.Error(codes.Aborted, "interrupted by the benchmark")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	return release
 }

@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // failoverCase is how the leader is stopped in a failover test.
@@ -75,30 +73,12 @@ func testFailover(t *testing.T, r *rig, fc failoverCase) {
 	}
 }
 
-// blockPublish makes ControllerPublish block until the returned channel is closed; calls blocked then fail
-// as interrupted. The leader's calls so stay in flight until the test stops it.
-func blockPublish(drv *csimock.Driver) chan struct{} {
-	release := make(chan struct{})
-	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
-		if method != csimock.ControllerPublishVolume {
-			return nil
-		}
-		select {
-		case <-release:
-			return status.Error(codes.Aborted, "interrupted by the test")
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-	return release
-}
-
 // waitLeaseHolder waits until lease has a holder that ok accepts and returns it.
 func (f *fixture) waitLeaseHolder(lease, what string, ok func(holder string) bool) string {
 	f.t.Helper()
 	var holder string
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, what, func(ctx context.Context) (bool, error) {
-		l, err := f.client.CoordinationV1().Leases(attacherNamespace).Get(ctx, lease, metav1.GetOptions{})
+		l, err := f.client.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, lease, metav1.GetOptions{})
 		if err != nil || l.Spec.HolderIdentity == nil {
 			return false, err
 		}
@@ -126,7 +106,7 @@ func (f *fixture) stopLeader(leader *e2erig.Process, sig syscall.Signal, release
 		if exitErr != nil {
 			t.Errorf("leader exit after SIGTERM = %v, want a clean exit", exitErr)
 		}
-		l, err := f.client.CoordinationV1().Leases(attacherNamespace).Get(f.ctx, lease, metav1.GetOptions{})
+		l, err := f.client.CoordinationV1().Leases(sidecarrig.Namespace).Get(f.ctx, lease, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,12 +130,7 @@ const stormVAs = 12
 // same record.
 func TestE2EAttacherFailoverMixed(t *testing.T) {
 	r := startRig(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
 	t.Run("UpstreamLeadsStowageStandsBy", func(t *testing.T) { testMixedFailover(t, r, "mixed-up", upstream, r.binary) })
 	t.Run("StowageLeadsUpstreamStandsBy", func(t *testing.T) { testMixedFailover(t, r, "mixed-st", r.binary, upstream) })
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -127,7 +129,7 @@ type fixture struct {
 // its CSINode.
 func newFixture(t *testing.T, ctx context.Context, r *rig, name string) *fixture {
 	t.Helper()
-	f := &fixture{t: t, ctx: ctx, r: r, client: r.client,
+	f := &fixture{t: t, ctx: ctx, r: r, client: r.Client,
 		driver: name + ".csi.stowage.io", node: "node-" + name, nodeID: "mock-node-" + name}
 	drv, err := csimock.Start(ctx, csimock.Options{Name: f.driver})
 	if err != nil {
@@ -219,7 +221,7 @@ func (f *fixture) attachSentinel(name string) []e2erig.AuditWrite {
 	f.t.Helper()
 	_, pv := f.volume(name, nil)
 	f.attachment(name, pv.Name, nil)
-	return f.r.audit.WaitFor(f.t, f.ctx, waitTimeout, "csi-attacher's status write for sentinel "+name, func(w e2erig.AuditWrite) bool {
+	return f.r.Audit.WaitFor(f.t, f.ctx, waitTimeout, "csi-attacher's status write for sentinel "+name, func(w e2erig.AuditWrite) bool {
 		return w.User == attacherUser && w.Resource == "volumeattachments/status" && w.Name == name
 	})
 }
@@ -240,4 +242,22 @@ func attachedCount(ctx context.Context, client kubernetes.Interface, driver stri
 		}
 	}
 	return attached, total, nil
+}
+
+// blockPublish makes ControllerPublish block until the returned channel is closed; calls blocked then fail
+// as interrupted. The leader's calls so stay in flight until the test stops it.
+func blockPublish(drv *csimock.Driver) chan struct{} {
+	release := make(chan struct{})
+	drv.SetBeforeCall(func(ctx context.Context, method string, _ any) error {
+		if method != csimock.ControllerPublishVolume {
+			return nil
+		}
+		select {
+		case <-release:
+			return status.Error(codes.Aborted, "interrupted by the test")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	return release
 }

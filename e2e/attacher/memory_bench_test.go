@@ -17,7 +17,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestBenchAttacherMemory measures the resident memory of Stowage's csi-attacher and of the real upstream one
@@ -34,11 +34,8 @@ func TestBenchAttacherMemory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	r := startRig(t)
-	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := r.cluster.RESTConfig()
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
+	cfg := r.Cluster.RESTConfig()
 	cfg.QPS, cfg.Burst = 2000, 4000
 	admin, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

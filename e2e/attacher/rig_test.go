@@ -3,117 +3,60 @@
 package attacher
 
 import (
-	"context"
-	"syscall"
+	"os"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/stowage-csi/stowage/e2e/cluster"
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 const (
-	// attacherNamespace and attacherSA are the ServiceAccount of deploy/rbac/csi-attacher.yaml.
-	attacherNamespace = "kube-system"
-	attacherSA        = "csi-attacher"
-	attacherUser      = "system:serviceaccount:" + attacherNamespace + ":" + attacherSA
-	rbacFile          = "../../deploy/rbac/csi-attacher.yaml"
-	startTimeout      = 20 * time.Minute
+	// attacherUser is who csi-attacher writes as.
+	attacherUser = "system:serviceaccount:" + sidecarrig.Namespace + ":csi-attacher"
 	// waitTimeout bounds each wait for a controller or the attacher: they act in seconds, the margin is for
 	// a machine busy with other builds.
 	waitTimeout = 2 * time.Minute
 )
 
-// rig is one control plane with an audit log, the csi-attacher binary and its RBAC applied.
+func TestMain(m *testing.M) { os.Exit(sidecarrig.Main(m, sidecarrig.Attacher())) }
+
+// rig is the sidecar rig with csi-attacher's RBAC and an audit log of the writes to VolumeAttachments and
+// PersistentVolumes.
 type rig struct {
-	cluster    *cluster.Cluster
-	client     kubernetes.Interface
-	audit      *e2erig.AuditLog // writes to VolumeAttachments and PersistentVolumes
-	binary     string
-	kubeconfig string
+	*sidecarrig.Rig
+	binary string // Stowage's csi-attacher
 }
 
 func startRig(t *testing.T) *rig {
 	t.Helper()
-	dir := t.TempDir()
-	audit, err := e2erig.NewAuditLog(dir, "storage.k8s.io/volumeattachments", "/persistentvolumes")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &rig{audit: audit, binary: buildAttacher(t, dir)}
-	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
-	r.cluster, r.client = c, c.Client()
-	// Counted from here: the control plane may have waited long for another package's build of its binaries.
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := c.Apply(ctx, rbacFile); err != nil {
-		t.Fatalf("apply %s: %v", rbacFile, err)
-	}
-	kubeconfig, err := c.ServiceAccountKubeconfig(ctx, attacherNamespace, attacherSA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.kubeconfig = kubeconfig
-	return r
+	return &rig{Rig: sidecarrig.Start(t, rigOptions()), binary: sidecarrig.Binary(t, sidecarrig.Attacher())}
 }
 
-// buildAttacher builds the attacher module's csi-attacher into dir with a version stamp.
-func buildAttacher(t *testing.T, dir string) string {
-	t.Helper()
-	root, err := e2erig.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := e2erig.BuildCommand(context.Background(), root, "attacher", "csi-attacher", dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+func rigOptions() sidecarrig.Options {
+	return sidecarrig.Options{Sidecars: []sidecarrig.Sidecar{sidecarrig.Attacher()},
+		Audit: []string{"storage.k8s.io/volumeattachments", "/persistentvolumes"}}
 }
 
-// startAttacher runs csi-attacher against endpoint as the attacher's ServiceAccount. It is killed when
-// the test ends, if it is still running, and its log is printed if the test failed.
+// startAttacher runs Stowage's csi-attacher against endpoint as startBinary does.
 func (r *rig) startAttacher(t *testing.T, name, endpoint string, args ...string) *e2erig.Process {
 	t.Helper()
 	return r.startBinary(t, r.binary, name, endpoint, args...)
 }
 
-// startBinary runs the csi-attacher at path (Stowage's or upstream's) as startAttacher does.
+// startBinary runs the csi-attacher at path (Stowage's or upstream's) against endpoint with leader election,
+// until t ends.
 func (r *rig) startBinary(t *testing.T, path, name, endpoint string, args ...string) *e2erig.Process {
 	t.Helper()
-	args = append([]string{
-		"--kubeconfig=" + r.kubeconfig,
-		"--csi-address=" + endpoint,
-		"--leader-election",
-		"--leader-election-namespace=" + attacherNamespace,
-		"-v=2",
-	}, args...)
-	p, err := e2erig.Start(e2erig.Spec{Name: name, Path: path, Args: args, LogDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("start csi-attacher: %v", err)
-	}
-	t.Cleanup(func() {
-		p.Signal(syscall.SIGKILL)
-		<-p.Done()
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, p.Tail(40))
-		}
-	})
-	return p
+	return r.Start(t, sidecarrig.Attacher(), sidecarrig.Run{Name: name, Path: path, Endpoint: endpoint,
+		Args: append([]string{"--leader-election", "-v=2"}, args...)})
 }
 
-// auditWrites returns the audit log's writes by user (every user when empty), in order, as
+// attacherWrites returns csi-attacher's writes in the audit log, in order, as
 // "verb resource[/subresource] name code user".
-func (r *rig) auditWrites(t *testing.T, user string) []string {
+func (r *rig) attacherWrites(t *testing.T) []string {
 	t.Helper()
-	writes := r.audit.MustWrites(t)
-	if user != "" {
-		writes = e2erig.Filter(writes, e2erig.ByUser(user))
-	}
-	return e2erig.Strings(writes)
+	return e2erig.Strings(r.Writes(t, sidecarrig.Attacher()))
 }
 
 // since returns the entries of now that were not in before (the log only grows).

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2EAttacherSwapWithUpstream swaps the attacher image in the middle of a volume's life, both ways, with
@@ -20,12 +20,7 @@ import (
 // other detaches, with one ControllerUnpublish and no finalizer left behind.
 func TestE2EAttacherSwapWithUpstream(t *testing.T) {
 	r := startRig(t)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIAttacher(), "csi-attacher")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Attacher())
 	t.Run("UpstreamAttachesStowageDetaches", func(t *testing.T) {
 		testSwap(t, r, "up-to-stowage", upstream, r.binary)
 	})

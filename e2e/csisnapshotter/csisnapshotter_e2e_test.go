@@ -22,6 +22,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2ECSISnapshotter runs csi-snapshotter against one real control plane: create and delete with the API
@@ -39,7 +40,7 @@ func TestE2ECSISnapshotter(t *testing.T) {
 
 // testCreateDelete takes two snapshots, deletes the one with policy Delete and keeps the one with policy
 // Retain, under exactly upstream's manifest arguments, and checks every write csi-snapshotter made.
-func testCreateDelete(t *testing.T, r *rig) {
+func testCreateDelete(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "create.csi.stowage.io")
 	f.createClass(newClass("create", drv.Name()))
@@ -98,7 +99,7 @@ func testCreateDelete(t *testing.T, r *rig) {
 		}
 	}
 
-	lease, err := r.kube.CoordinationV1().Leases(snapshotterNamespace).Get(f.ctx, "external-snapshotter-leader-create-csi-stowage-io", metav1.GetOptions{})
+	lease, err := r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(f.ctx, "external-snapshotter-leader-create-csi-stowage-io", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("lease external-snapshotter-leader-create-csi-stowage-io = %v (%v), want one with a holder", lease, err)
 	}
@@ -107,20 +108,19 @@ func testCreateDelete(t *testing.T, r *rig) {
 // testReleasedWhileCreating makes the driver take the snapshot but lose the answer (a timeout, from
 // csi-snapshotter's side) while the content is released and deleted: csi-snapshotter must learn the
 // snapshot's ID by asking again under the same name, and delete it.
-func testReleasedWhileCreating(t *testing.T, r *rig) {
+func testReleasedWhileCreating(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "inflight.csi.stowage.io")
 	f.createClass(newClass("inflight", drv.Name()))
 	vol := drv.AddVolume("pv-inflight", 1<<30)
 	var creates atomic.Int32
-	started := make(chan struct{})
+	mid := midCreate{started: make(chan struct{}), made: make(chan string, 1)}
 	release := make(chan struct{})
-	made := make(chan string, 1)
 	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
 		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
 			return nil
 		}
-		close(started)
+		close(mid.started)
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -130,28 +130,19 @@ func testReleasedWhileCreating(t *testing.T, r *rig) {
 		if err != nil {
 			return status.Errorf(codes.Internal, "taking the snapshot behind the sidecar's back: %v", err)
 		}
-		made <- id
+		mid.made <- id
 		return status.Error(codes.DeadlineExceeded, "injected: the driver took the snapshot, the answer was lost")
 	})
 	r.startSnapshotter(t, "snapshotter-inflight", drv.Endpoint())
 
 	c := f.createContent(newContent("inflight", drv.Name(), "inflight", vol.ID, snapv1.VolumeSnapshotContentDelete))
-	select {
-	case <-started:
-	case <-f.ctx.Done():
-		t.Fatal("CreateSnapshot was never called")
-	}
+	mid.waitStarted(f)
 	if got, err := f.get(c.Name); err != nil || got.Annotations[annBeingCreated] != "yes" {
 		t.Fatalf("during CreateSnapshot: content %v (%v), want the being-created annotation set before the call", got, err)
 	}
 	f.release(c.Name)
 	close(release)
-	var id string
-	select {
-	case id = <-made:
-	case <-f.ctx.Done():
-		t.Fatal("the injected snapshot was never taken")
-	}
+	id := mid.waitMade(f)
 	f.waitGone(c.Name)
 	if snaps := drv.Snapshots(); len(snaps) != 0 {
 		t.Errorf("driver snapshots = %+v, want none: %s leaked", snaps, id)
@@ -164,36 +155,17 @@ func testReleasedWhileCreating(t *testing.T, r *rig) {
 // testKillMidCreate kills csi-snapshotter with SIGKILL while its CreateSnapshot is in flight, lets the driver
 // finish the snapshot after the caller is gone, and starts a new csi-snapshotter: it must find the
 // being-created annotation and record the same snapshot (not take a second one), which is then deleted.
-func testKillMidCreate(t *testing.T, r *rig) {
+func testKillMidCreate(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "kill.csi.stowage.io")
 	f.createClass(newClass("kill", drv.Name()))
 	vol := drv.AddVolume("pv-kill", 1<<30)
-	var creates atomic.Int32
-	started := make(chan struct{})
-	made := make(chan string, 1)
-	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
-		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
-			return nil
-		}
-		close(started)
-		<-ctx.Done() // the caller is killed
-		id, err := createInDriver(drv, req.(*csi.CreateSnapshotRequest))
-		if err != nil {
-			return status.Errorf(codes.Internal, "taking the snapshot after the caller died: %v", err)
-		}
-		made <- id
-		return ctx.Err()
-	})
+	mid := outliveCaller(drv)
 	endpoint := e2erig.FreeAddr(t)
 	first := r.startSnapshotter(t, "snapshotter-kill-1", drv.Endpoint(), "--http-endpoint="+endpoint)
 
 	c := f.createContent(newContent("kill", drv.Name(), "kill", vol.ID, snapv1.VolumeSnapshotContentDelete))
-	select {
-	case <-started:
-	case <-f.ctx.Done():
-		t.Fatal("CreateSnapshot was never called")
-	}
+	mid.waitStarted(f)
 	if got, err := f.get(c.Name); err != nil || got.Annotations[annBeingCreated] != "yes" {
 		t.Fatalf("during CreateSnapshot: content %v (%v), want the being-created annotation set before the call", got, err)
 	}
@@ -208,12 +180,7 @@ func testKillMidCreate(t *testing.T, r *rig) {
 	}
 	first.Signal(syscall.SIGKILL)
 	<-first.Done()
-	var id string
-	select {
-	case id = <-made:
-	case <-f.ctx.Done():
-		t.Fatal("the driver never finished the snapshot")
-	}
+	id := mid.waitMade(f)
 
 	second := e2erig.FreeAddr(t)
 	r.startSnapshotter(t, "snapshotter-kill-2", drv.Endpoint(), "--http-endpoint="+second)
@@ -238,7 +205,7 @@ func testKillMidCreate(t *testing.T, r *rig) {
 // testFailure creates a content whose class does not exist: the error goes to status.error and to a Warning
 // Event of upstream's reason on the content (which needs the snapshot types in the Event scheme and the
 // events grant of the RBAC), no CreateSnapshot is made, and the released content is let go.
-func testFailure(t *testing.T, r *rig) {
+func testFailure(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "fail.csi.stowage.io")
 	vol := drv.AddVolume("pv-fail", 1<<30)
@@ -251,7 +218,7 @@ func testFailure(t *testing.T, r *rig) {
 		t.Errorf("status = %q, readyToUse %v; want the missing class named and readyToUse false", msg, got.Status.ReadyToUse)
 	}
 	e2erig.Eventually(t, f.ctx, waitTimeout, "a SnapshotCreationFailed Event on volumesnapshotcontent fail", func(ctx context.Context) (bool, error) {
-		events, err := r.kube.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fail"})
+		events, err := r.Client.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=fail"})
 		if err != nil {
 			return false, err
 		}

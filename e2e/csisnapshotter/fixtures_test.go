@@ -5,8 +5,13 @@ package csisnapshotter
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 
+	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
@@ -52,19 +58,19 @@ func newContent(name, driver, class, vol string, policy snapv1.DeletionPolicy) *
 type fixture struct {
 	t   *testing.T
 	ctx context.Context
-	r   *rig
+	r   rig
 }
 
 func (f fixture) createClass(c *snapv1.VolumeSnapshotClass) {
 	f.t.Helper()
-	if _, err := f.r.snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil {
+	if _, err := f.r.Snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("create volumesnapshotclass %s: %v", c.Name, err)
 	}
 }
 
 func (f fixture) createContent(c *snapv1.VolumeSnapshotContent) *snapv1.VolumeSnapshotContent {
 	f.t.Helper()
-	out, err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, c, metav1.CreateOptions{})
+	out, err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, c, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatalf("create volumesnapshotcontent %s: %v", c.Name, err)
 	}
@@ -72,7 +78,7 @@ func (f fixture) createContent(c *snapv1.VolumeSnapshotContent) *snapv1.VolumeSn
 }
 
 func (f fixture) get(name string) (*snapv1.VolumeSnapshotContent, error) {
-	return f.r.snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
+	return f.r.Snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
 }
 
 // waitContent waits until cond holds for the content name and returns it.
@@ -105,7 +111,7 @@ func (f fixture) waitReady(name string) *snapv1.VolumeSnapshotContent {
 func (f fixture) release(name string) {
 	f.t.Helper()
 	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annBeingDeleted: "yes"}}})
-	contents := f.r.snap.SnapshotV1().VolumeSnapshotContents()
+	contents := f.r.Snap.SnapshotV1().VolumeSnapshotContents()
 	if _, err := contents.Patch(f.ctx, name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		f.t.Fatalf("annotate volumesnapshotcontent %s being-deleted: %v", name, err)
 	}
@@ -131,8 +137,58 @@ func snapshotName(c *snapv1.VolumeSnapshotContent) string {
 	return "snapshot-" + string(c.Spec.VolumeSnapshotRef.UID)
 }
 
-func newFixture(t *testing.T, r *rig, timeout time.Duration) fixture {
+func newFixture(t *testing.T, r rig, timeout time.Duration) fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return fixture{t: t, ctx: ctx, r: r}
+}
+
+// midCreate is a CreateSnapshot that outlives its caller: started is closed once the call is in flight, made
+// gets the ID of the snapshot the driver took after the caller was gone.
+type midCreate struct {
+	started chan struct{}
+	made    chan string
+}
+
+// outliveCaller makes the driver's first CreateSnapshot wait until its caller is gone (killed) and then take
+// the snapshot anyway, as a backend finishes work whose caller vanished.
+func outliveCaller(drv *csimock.Driver) midCreate {
+	m := midCreate{started: make(chan struct{}), made: make(chan string, 1)}
+	var creates atomic.Int32
+	drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
+		if method != csimock.CreateSnapshot || creates.Add(1) != 1 {
+			return nil
+		}
+		close(m.started)
+		<-ctx.Done() // the caller is killed
+		id, err := createInDriver(drv, req.(*csi.CreateSnapshotRequest))
+		if err != nil {
+			return status.Errorf(codes.Internal, "taking the snapshot after the caller died: %v", err)
+		}
+		m.made <- id
+		return ctx.Err()
+	})
+	return m
+}
+
+// waitStarted waits until the CreateSnapshot is in flight.
+func (m midCreate) waitStarted(f fixture) {
+	f.t.Helper()
+	select {
+	case <-m.started:
+	case <-f.ctx.Done():
+		f.t.Fatal("CreateSnapshot was never called")
+	}
+}
+
+// waitMade waits until the driver took the snapshot and returns its ID.
+func (m midCreate) waitMade(f fixture) string {
+	f.t.Helper()
+	select {
+	case id := <-m.made:
+		return id
+	case <-f.ctx.Done():
+		f.t.Fatal("the driver never finished the snapshot")
+		return ""
+	}
 }

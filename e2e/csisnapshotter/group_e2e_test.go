@@ -31,11 +31,11 @@ const (
 // testGroups runs csi-snapshotter with --feature-gates=CSIVolumeGroupSnapshot=true against a driver with the
 // GroupController service: a VolumeGroupSnapshotContent of two volumes gets one group snapshot with both
 // members in its status, and its release deletes the group and its members.
-func testGroups(t *testing.T, r *rig) {
+func testGroups(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriverWith(t, csimock.Options{Name: "group.csi.stowage.io", GroupSnapshots: true})
 	a, b := drv.AddVolume("pv-a", 1<<30), drv.AddVolume("pv-b", 2<<30)
-	groups := r.snap.GroupsnapshotV1()
+	groups := r.Snap.GroupsnapshotV1()
 	class := &groupv1.VolumeGroupSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: "group"}, Driver: drv.Name(),
 		DeletionPolicy: snapv1.VolumeSnapshotContentDelete, Parameters: map[string]string{"consistency": "crash"}}
 	if _, err := groups.VolumeGroupSnapshotClasses().Create(f.ctx, class, metav1.CreateOptions{}); err != nil {

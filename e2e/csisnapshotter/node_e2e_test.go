@@ -3,14 +3,12 @@
 package csisnapshotter
 
 import (
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 
-	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // managedBy is the label the snapshot controller puts on a content with --enable-distributed-snapshotting,
@@ -21,24 +19,13 @@ const managedBy = "snapshot.storage.kubernetes.io/managed-by"
 // NODE_NAME, no leader election, one worker. It takes the snapshot of the content labelled for its node and
 // never touches the one labelled for another node: that one was created first, so with one worker a
 // sidecar that saw it would have written to it before it finished the sentinel created after it.
-func testNodeDeployment(t *testing.T, r *rig) {
+func testNodeDeployment(t *testing.T, r rig) {
 	f := newFixture(t, r, 5*time.Minute)
 	drv := startDriver(t, "node.csi.stowage.io")
 	f.createClass(newClass("node", drv.Name()))
 	vol := drv.AddVolume("pv-node", 1<<30)
-	args := []string{"--kubeconfig=" + r.kubeconfig, "--csi-address=" + drv.Endpoint(), "--node-deployment", "--worker-threads=1", "--v=2"}
-	p, err := e2erig.Start(e2erig.Spec{Name: "snapshotter-node", Path: r.binary, Args: args, LogDir: t.TempDir(),
-		Env: append(os.Environ(), "NODE_NAME=node-a")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Signal(syscall.SIGKILL)
-		<-p.Done()
-		if t.Failed() {
-			t.Logf("snapshotter-node log:\n%s", p.Tail(60))
-		}
-	})
+	r.Start(t, sidecarrig.CSISnapshotter(), sidecarrig.Run{Name: "snapshotter-node", Endpoint: drv.Endpoint(),
+		Args: []string{"--node-deployment", "--worker-threads=1", "--v=2"}, Env: []string{"NODE_NAME=node-a"}})
 
 	labelled := func(name, node string) *snapv1.VolumeSnapshotContent {
 		c := newContent(name, drv.Name(), "node", vol.ID, snapv1.VolumeSnapshotContentDelete)

@@ -9,10 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
-	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/leaderelection"
 )
 
@@ -22,14 +19,7 @@ import (
 // candidate that comes while the new leader renews keeps waiting on the watch.
 func TestE2ELeaderElectionTakesAnExpiredLease(t *testing.T) {
 	top := t
-	c := clustertest.Start(t)
-	newClient := func() kubernetes.Interface {
-		cs, err := kubernetes.NewForConfig(kubeclient.ForCore(c.RESTConfig()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
+	newClient := startClients(t)
 	observer := newClient()
 	lockName := leaderelection.LockName("external-attacher-leader-", "expired.csi.stowage.io")
 	renewed := metav1.NewMicroTime(time.Now().Add(-leaseDuration - 5*time.Second))

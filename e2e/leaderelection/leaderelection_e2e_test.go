@@ -137,17 +137,22 @@ func holder(l *coordinationv1.Lease) string {
 	return *l.Spec.HolderIdentity
 }
 
-func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
-	top := t
+// startClients starts a control plane for t and returns a maker of clientsets for it: each candidate gets its
+// own, as in a sidecar.
+func startClients(t *testing.T) func() kubernetes.Interface {
 	c := clustertest.Start(t)
-	// Each candidate gets its own clientset, as in a sidecar.
-	newClient := func() kubernetes.Interface {
+	return func() kubernetes.Interface {
 		cs, err := kubernetes.NewForConfig(kubeclient.ForCore(c.RESTConfig()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return cs
 	}
+}
+
+func TestE2ELeaderElectionGracefulHandover(t *testing.T) {
+	top := t
+	newClient := startClients(t)
 	observer := newClient()
 	lockName := leaderelection.LockName("external-attacher-leader-", "e2e.csi.stowage.io")
 

@@ -16,20 +16,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 const (
-	saUser = "system:serviceaccount:" + namespace + ":" + saName
 	// leaderLease is the leader election Lease, named for the driver by both provisioners: its renewals run on
 	// their own clock, not per claim, so they are not counted. Every other Lease write is (Stowage's intent
 	// record, <leaderLease>-intents, is a Lease).
 	leaderLease = "mock-csi-stowage-io"
-	// The server write limit measurement: writes from unthrottled goroutines.
-	limitWrites, limitWorkers = 3000, 64
 	// settle is how long the provision phase's trailing writes (events, a release of Stowage's intent) get
 	// before the claims are deleted, so that they are counted with the phase they belong to.
 	settle = 2 * time.Second
@@ -48,18 +44,8 @@ func TestBenchProvisionStorm(t *testing.T) {
 	n := rig.EnvCount(t, "PROVISION_STORM_N", 300)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours := provisionerBinary(t)
-	var limit rig.WriteLimit
-	t.Run("server write limit", func(t *testing.T) {
-		c, _ := startStormCluster(t, ctx)
-		if limit, err = rig.MeasureWriteLimit(ctx, c.RESTConfig(), "write-limit", limitWrites, limitWorkers); err != nil {
-			t.Fatal(err)
-		}
-	})
+	upstream, ours := sidecarrig.Upstream(t, sidecarrig.Provisioner()), sidecarrig.Binary(t, sidecarrig.Provisioner())
+	limit := sidecarrig.MeasureWriteLimit(t, ctx, stormOptions())
 	settings := []struct {
 		name string
 		args []string
@@ -93,31 +79,22 @@ func TestBenchProvisionStorm(t *testing.T) {
 	fmt.Println()
 }
 
-// startStormCluster starts a control plane, stopped when t ends, with an audit log of the writes to claims,
-// PVs, Events and Leases, and kube-controller-manager unthrottled.
-func startStormCluster(t *testing.T, ctx context.Context) (*cluster.Cluster, *rig.AuditLog) {
-	t.Helper()
-	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes", "/events", "events.k8s.io/events", "coordination.k8s.io/leases")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Start(ctx, cluster.Options{
-		APIServerArgs:         audit.APIServerArgs(),
+// stormOptions are a rig with an audit log of the writes to claims, PVs, Events and Leases, and
+// kube-controller-manager unthrottled.
+func stormOptions() sidecarrig.Options {
+	return sidecarrig.Options{
+		Sidecars:              []sidecarrig.Sidecar{sidecarrig.Provisioner()},
+		Audit:                 []string{"/persistentvolumeclaims", "/persistentvolumes", "/events", "events.k8s.io/events", "coordination.k8s.io/leases"},
 		ControllerManagerArgs: []string{"--kube-api-qps=1000", "--kube-api-burst=2000"},
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Stop() })
-	return c, audit
 }
 
 // provisionStorm starts a fresh control plane and the csi-provisioner at path with args, creates n claims at
 // once and times them to Bound, then deletes them all and times it until every PV is gone.
 func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args []string) []rig.StormRun {
 	t.Helper()
-	c, audit := startStormCluster(t, ctx)
-	kube := adminClient(t, c)
+	r := sidecarrig.Start(t, stormOptions())
+	kube, audit := adminClient(t, r), r.Audit
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {
 		t.Fatal(err)
@@ -126,23 +103,25 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	const ns, class = "storm", "storm"
 	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
 	createNamespace(t, ctx, kube, ns)
-	p := startProvisionerAt(t, path, serviceAccountKubeconfig(t, c), drv.Endpoint(), args...)
+	p := startProvisionerAt(t, r, path, drv.Endpoint(), args...)
 	// Stowage's logs "Caches synced", upstream's "Started provisioner controller", each once its informers
 	// synced and its workers run.
 	rig.Eventually(t, ctx, 5*time.Minute, "provisioner running", func(context.Context) (bool, error) {
 		return p.logContains("Caches synced") || p.logContains("Started provisioner controller"), nil
 	})
 	counted := func(w rig.AuditWrite) bool {
-		return w.User == saUser && !(w.Resource == "leases" && w.Name == leaderLease)
+		return w.User == provisionerUser && !(w.Resource == "leases" && w.Name == leaderLease)
 	}
 	// What the API server took: the sidecar's counted writes and every other client's but Leases (leader
 	// election and the API server's identity).
-	server := func(w rig.AuditWrite) bool { return counted(w) || (w.User != saUser && w.Resource != "leases") }
+	server := func(w rig.AuditWrite) bool {
+		return counted(w) || (w.User != provisionerUser && w.Resource != "leases")
+	}
 	// The sidecar's work writes are to PVs (the claims' Events and the intent record aside); the controller
 	// manager's binder writes the statuses: claims Bound when provisioning, PVs Released when deleting.
 	work := func(w rig.AuditWrite) bool { return counted(w) && w.Resource == "persistentvolumes" }
 	binder := func(resource string) func(rig.AuditWrite) bool {
-		return func(w rig.AuditWrite) bool { return w.User != saUser && w.Resource == resource }
+		return func(w rig.AuditWrite) bool { return w.User != provisionerUser && w.Resource == resource }
 	}
 	phase := func(run *rig.StormRun, start time.Time, from, to []rig.AuditWrite, binderStatus string) {
 		in := to[len(from):]
@@ -195,7 +174,7 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	<-p.Done()
 	phase(&del, start, afterProvision, audit.MustWrites(t), "persistentvolumes/status")
 	leader := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool {
-		return w.User == saUser && w.Resource == "leases" && w.Name == leaderLease
+		return w.User == provisionerUser && w.Resource == "leases" && w.Name == leaderLease
 	})
 	if len(leader) == 0 {
 		t.Errorf("no writes to the leader election Lease %s in the audit log: it is named otherwise, and its renewals were counted as work", leaderLease)

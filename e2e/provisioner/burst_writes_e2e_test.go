@@ -67,7 +67,7 @@ func burstWrites(t *testing.T, e *provisionerTest, ns, path string) burstCount {
 	for i := range burstClaims {
 		pvcs = append(pvcs, createClaim(t, e.kube, claim(ns, fmt.Sprintf("c%03d", i), "immediate", "1Gi")))
 	}
-	proc := startProvisionerAt(t, path, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	proc := startProvisionerAt(t, e.r, path, e.drv.Endpoint(), "--extra-create-metadata")
 	for _, pvc := range pvcs {
 		waitBound(t, e.kube, pvc)
 	}

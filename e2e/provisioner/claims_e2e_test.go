@@ -147,6 +147,22 @@ func deleteClaimsWaitPVsGone(t *testing.T, kube kubernetes.Interface, ns string,
 	return pvs
 }
 
+// boundClaims are the names of the bound claims in ns.
+func boundClaims(t *testing.T, kube kubernetes.Interface, ns string) []string {
+	t.Helper()
+	list, err := kube.CoreV1().PersistentVolumeClaims(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, pvc := range list.Items {
+		if pvc.Status.Phase == v1.ClaimBound {
+			names = append(names, pvc.Name)
+		}
+	}
+	return names
+}
+
 // waitEvent waits for an Event of type and reason on the claim whose message contains want, and logs the
 // claim's Events.
 func waitEvent(t *testing.T, kube kubernetes.Interface, ns, claimName, eventType, reason, want string) {

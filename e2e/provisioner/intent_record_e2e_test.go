@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // The intent record of csi-provisioner (provisioner/internal/provision/journal.go): a Lease next to the leader
@@ -33,7 +34,7 @@ type recordEntry struct {
 
 // intentRecord returns the record's entries by claim UID; no Lease means none.
 func intentRecord(ctx context.Context, kube kubernetes.Interface) (map[types.UID]recordEntry, error) {
-	lease, err := kube.CoordinationV1().Leases(namespace).Get(ctx, intentRecordLease, metav1.GetOptions{})
+	lease, err := kube.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, intentRecordLease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -17,11 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster"
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // memoryRounds is how many fresh starts each memory figure is the median of.
@@ -42,8 +40,8 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	n := rig.EnvCount(t, "PROVISIONER_MEMORY_N", 10000)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	c := clustertest.StartWith(t, cluster.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
-	kube := adminClient(t, c)
+	r := startRig(t, sidecarrig.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
+	kube := adminClient(t, r)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName})
 	if err != nil {
 		t.Fatal(err)
@@ -52,27 +50,23 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	const class, ns = "memory", "memory"
 	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
 	createNamespace(t, ctx, kube, ns)
-	kubeconfig := serviceAccountKubeconfig(t, c)
-	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
+	upstream := sidecarrig.Upstream(t, sidecarrig.Provisioner())
 
 	var rows []rig.MemoryRow
-	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), 0), measureUpstreamProvisioner(t, ctx, upstream, kubeconfig, drv.Endpoint(), 0))
+	rows = append(rows, measureProvisioner(t, ctx, r, drv.Endpoint(), 0), measureUpstreamProvisioner(t, ctx, r, upstream, drv.Endpoint(), 0))
 
 	start := time.Now()
 	createBound(t, ctx, kube, ns, class, n)
 	fmt.Printf("\ncreated %d bound PVC/PV pairs (%d requests) in %.0f s\n", n, 5*n, time.Since(start).Seconds())
 
-	rows = append(rows, measureProvisioner(t, ctx, kubeconfig, drv.Endpoint(), n), measureUpstreamProvisioner(t, ctx, upstream, kubeconfig, drv.Endpoint(), n))
+	rows = append(rows, measureProvisioner(t, ctx, r, drv.Endpoint(), n), measureUpstreamProvisioner(t, ctx, r, upstream, drv.Endpoint(), n))
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
 	}
 
 	if path := os.Getenv("PROVISIONER_MEMORY_HEAP_PROFILE"); path != "" {
-		writeHeapProfile(t, ctx, provisionerBinary(t), "Caches synced", path, kubeconfig, drv.Endpoint())
-		writeHeapProfile(t, ctx, upstream, "Started provisioner controller", path+".upstream", kubeconfig, drv.Endpoint())
+		writeHeapProfile(t, ctx, r, sidecarrig.Binary(t, sidecarrig.Provisioner()), "Caches synced", path, drv.Endpoint())
+		writeHeapProfile(t, ctx, r, upstream, "Started provisioner controller", path+".upstream", drv.Endpoint())
 	}
 
 	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
@@ -153,27 +147,27 @@ func createBoundPair(ctx context.Context, kube kubernetes.Interface, ns, class, 
 }
 
 // measureProvisioner measures csi-provisioner's memory once its caches hold objects (see rig.MeasureSidecar).
-func measureProvisioner(t *testing.T, ctx context.Context, kubeconfig, endpoint string, objects int) rig.MemoryRow {
+func measureProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, endpoint string, objects int) rig.MemoryRow {
 	t.Helper()
 	return rig.MeasureSidecar(t, ctx, "Stowage", objects, memoryRounds, func(int) *rig.Process {
-		return startProvisioner(t, kubeconfig, endpoint).Process
+		return startProvisioner(t, r, endpoint).Process
 	})
 }
 
 // measureUpstreamProvisioner measures upstream's csi-provisioner at path as measureProvisioner does; it logs
 // "Started provisioner controller" once its informers synced and its workers run.
-func measureUpstreamProvisioner(t *testing.T, ctx context.Context, path, kubeconfig, endpoint string, objects int) rig.MemoryRow {
+func measureUpstreamProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, path, endpoint string, objects int) rig.MemoryRow {
 	t.Helper()
 	return rig.MeasureUpstreamSidecar(t, ctx, "upstream v6.4.0", "Started provisioner controller", objects, memoryRounds, func(int) *rig.Process {
-		return startProvisionerAt(t, path, kubeconfig, endpoint).Process
+		return startProvisionerAt(t, r, path, endpoint).Process
 	})
 }
 
 // writeHeapProfile starts the csi-provisioner at path with --enable-pprof, waits until it logged ready and is
 // idle, and writes its heap profile (after a GC, so it shows what is live) to file.
-func writeHeapProfile(t *testing.T, ctx context.Context, path, ready, file, kubeconfig, endpoint string) {
+func writeHeapProfile(t *testing.T, ctx context.Context, r *sidecarrig.Rig, path, ready, file, endpoint string) {
 	t.Helper()
-	p := startProvisionerAt(t, path, kubeconfig, endpoint, "--enable-pprof")
+	p := startProvisionerAt(t, r, path, endpoint, "--enable-pprof")
 	rig.Eventually(t, ctx, 5*time.Minute, "csi-provisioner to log "+ready, func(context.Context) (bool, error) {
 		return p.logContains(ready), nil
 	})

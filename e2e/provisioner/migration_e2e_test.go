@@ -12,9 +12,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // The in-tree plugin and the CSI driver it migrates to (csi-translation-lib's pair), and the driver's zone key.
@@ -31,9 +31,8 @@ const (
 // parameters translated, and releasing the claim must delete the volume through the driver.
 func TestE2EProvisionerMigration(t *testing.T) {
 	ctx := context.Background()
-	c := clustertest.Start(t)
-	kube := adminClient(t, c)
-	kubeconfig := serviceAccountKubeconfig(t, c)
+	r := startRig(t, sidecarrig.Options{})
+	kube := adminClient(t, r)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: ebsDriverName, TopologyKey: ebsZoneKey})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +56,7 @@ func TestE2EProvisionerMigration(t *testing.T) {
 	createClass(t, ctx, kube, sc)
 	ns := "e2e-migration"
 	createNamespace(t, ctx, kube, ns)
-	startProvisioner(t, kubeconfig, drv.Endpoint())
+	startProvisioner(t, r, drv.Endpoint())
 
 	pvc := createClaim(t, kube, claim(ns, "data", sc.Name, "1Gi"))
 	pv := waitBound(t, kube, pvc)

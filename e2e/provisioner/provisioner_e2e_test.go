@@ -4,6 +4,7 @@ package provisioner
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -15,31 +16,27 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster"
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
-
-// provisionerUser is who csi-provisioner writes as: the ServiceAccount of deploy/rbac/csi-provisioner.yaml.
-const provisionerUser = "system:serviceaccount:" + namespace + ":" + saName
 
 // provisionerTest is the setting TestE2EProvisioner's subtests share: one control plane with an audit log of
 // the writes to claims and PVs, two nodes in two zones, the StorageClasses, and a running provisioner.
 type provisionerTest struct {
-	kube       kubernetes.Interface
-	kubeconfig string
-	audit      *rig.AuditLog
-	drv        *csimock.Driver
-	prov       *process
-	ns         string
+	setting
+	audit *rig.AuditLog
+	// prov is the shared provisioner, with sharedArgs; owner is the test it runs for.
+	prov  *process
+	owner *testing.T
 }
 
 // TestE2EProvisioner walks claims through csi-provisioner on a real control plane: Immediate and
 // WaitForFirstConsumer claims bound by kube-controller-manager's binder, topology in PV node affinity, a clone,
-// deletion, a bad StorageClass, and a provisioner SIGKILLed while CreateVolume is blocked in the driver.
+// deletion, a bad StorageClass, and a provisioner SIGKILLed while CreateVolume is blocked in the driver. Each
+// subtest stands alone (-run 'TestE2EProvisioner/<name>'): it makes the claims it checks and finds the shared
+// provisioner running; run in order, the deletion and the write checks also cover what the earlier ones left.
 func TestE2EProvisioner(t *testing.T) {
 	e := startProvisionerTest(t)
 	t.Run("immediate claim is bound with topology in node affinity", func(t *testing.T) { testImmediateClaim(t, e) })
@@ -64,12 +61,9 @@ func TestE2EProvisioner(t *testing.T) {
 // and namespace the subtests use.
 func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	ctx := context.Background()
-	audit, err := rig.NewAuditLog(t.TempDir(), "/persistentvolumeclaims", "/persistentvolumes", "/events", "coordination.k8s.io/leases")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := clustertest.StartWith(t, cluster.Options{APIServerArgs: audit.APIServerArgs()})
-	e := &provisionerTest{kube: adminClient(t, c), kubeconfig: serviceAccountKubeconfig(t, c), audit: audit, ns: "e2e-provisioner"}
+	r := startRig(t, sidecarrig.Options{Audit: []string{"/persistentvolumeclaims", "/persistentvolumes", "/events", "coordination.k8s.io/leases"}})
+	e := &provisionerTest{setting: setting{r: r, kube: adminClient(t, r), ns: "e2e-provisioner"}, audit: r.Audit}
+	var err error
 	// csimock's default capabilities plus MODIFY_VOLUME, which claims naming a VolumeAttributesClass need.
 	e.drv, err = csimock.Start(ctx, csimock.Options{Name: driverName, TopologyKey: zoneKey, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME, csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
@@ -111,14 +105,33 @@ func setUpProvisionerTest(t *testing.T) *provisionerTest {
 	return e
 }
 
-// startProvisionerTest sets up as setUpProvisionerTest does and starts csi-provisioner.
+// startProvisionerTest sets up as setUpProvisionerTest does and starts the shared csi-provisioner.
 func startProvisionerTest(t *testing.T) *provisionerTest {
 	e := setUpProvisionerTest(t)
-	// One worker: claims are handled one at a time in the order they were queued, so a sentinel claim
-	// provisioned after the one under test shows the provisioner has done all it would do for the latter.
-	e.prov = startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--worker-threads=1",
-		"--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s")
+	e.owner = t
+	e.prov = startProvisioner(t, e.r, e.drv.Endpoint(), sharedArgs()...)
 	return e
+}
+
+// sharedArgs are the shared provisioner's flags. One worker: claims are handled one at a time in the order
+// they were queued, so a sentinel claim provisioned after the one under test shows the provisioner has done
+// all it would do for the latter.
+func sharedArgs() []string {
+	return []string{"--extra-create-metadata", "--worker-threads=1",
+		"--enable-capacity", "--capacity-ownerref-level=-1", "--capacity-poll-interval=2s"}
+}
+
+// stopShared kills the shared provisioner for the rest of the subtest t, which runs its own; when t ends, a
+// new shared one starts, so the next subtest finds one running whatever ran before it.
+func (e *provisionerTest) stopShared(t *testing.T) {
+	e.prov.kill()
+	// Registered before the subtest starts its own provisioner, so it runs after that one is killed.
+	t.Cleanup(func() {
+		run, addr := provisionerRun(t, "", e.drv.Endpoint(), sharedArgs())
+		if p := e.r.StartAfter(t, e.owner, sidecarrig.Provisioner(), run); p != nil {
+			e.prov = &process{Process: p, httpURL: "http://" + addr}
+		}
+	})
 }
 
 func testImmediateClaim(t *testing.T, e *provisionerTest) {
@@ -181,31 +194,32 @@ func testLateClaim(t *testing.T, e *provisionerTest) {
 	}
 }
 
+// cloneSource is the claim testClone clones: the only claim csi-provisioner writes (its cloning-protection
+// finalizer).
+const cloneSource = "clone-source"
+
 func testClone(t *testing.T, e *provisionerTest) {
 	ctx := context.Background()
-	src, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "immediate", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := createClaim(t, e.kube, claim(e.ns, cloneSource, "immediate", "1Gi"))
+	srcPV := waitBound(t, e.kube, src)
 	clone := claim(e.ns, "clone", "immediate", "1Gi")
-	clone.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: "immediate"}
+	clone.Spec.DataSource = &v1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: cloneSource}
 	clone = createClaim(t, e.kube, clone)
 	pv := waitBound(t, e.kube, clone)
-	srcPV, err := e.kube.CoreV1().PersistentVolumes().Get(ctx, src.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if vol := driverVolume(t, e.drv, pv.Name); vol.ContentSource != "volume:"+srcPV.Spec.CSI.VolumeHandle {
 		t.Errorf("clone's content source %q, want volume:%s", vol.ContentSource, srcPV.Spec.CSI.VolumeHandle)
 	}
 	rig.Eventually(t, ctx, 30*time.Second, "cloning-protection finalizer released", func(ctx context.Context) (bool, error) {
-		s, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "immediate", metav1.GetOptions{})
+		s, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, cloneSource, metav1.GetOptions{})
 		return err == nil && !slices.Contains(s.Finalizers, "provisioner.storage.kubernetes.io/cloning-protection"), err
 	})
 }
 
+// testDeleteClaims deletes a claim of its own and every other bound claim the subtests before it left.
 func testDeleteClaims(t *testing.T, e *provisionerTest) {
-	pvs := deleteClaimsWaitPVsGone(t, e.kube, e.ns, "clone", "immediate", "late", "late-sentinel", "vac")
+	waitBound(t, e.kube, createClaim(t, e.kube, claim(e.ns, "deleted", "immediate", "1Gi")))
+	before := e.drv.Calls(csimock.DeleteVolume)
+	pvs := deleteClaimsWaitPVsGone(t, e.kube, e.ns, boundClaims(t, e.kube, e.ns)...)
 	for _, pv := range pvs {
 		if n := countVolumes(e.drv, pv.Name); n != 0 {
 			t.Errorf("driver still holds volume %s", pv.Name)
@@ -214,7 +228,7 @@ func testDeleteClaims(t *testing.T, e *provisionerTest) {
 			t.Errorf("DeleteVolume called %d times for volume %s, want once", n, pv.Spec.CSI.VolumeHandle)
 		}
 	}
-	if got := e.drv.Calls(csimock.DeleteVolume); got != len(pvs) {
+	if got := e.drv.Calls(csimock.DeleteVolume) - before; got != len(pvs) {
 		t.Errorf("DeleteVolume called %d times for %d volumes", got, len(pvs))
 	}
 }
@@ -240,7 +254,7 @@ func testBadClass(t *testing.T, e *provisionerTest) {
 
 func testCapacity(t *testing.T, e *provisionerTest) {
 	rig.Eventually(t, context.Background(), 30*time.Second, "two CSIStorageCapacity objects", func(ctx context.Context) (bool, error) {
-		list, err := e.kube.StorageV1().CSIStorageCapacities(namespace).List(ctx, metav1.ListOptions{
+		list, err := e.kube.StorageV1().CSIStorageCapacities(sidecarrig.Namespace).List(ctx, metav1.ListOptions{
 			LabelSelector: "csi.storage.k8s.io/drivername=" + driverName + ",csi.storage.k8s.io/managed-by=external-provisioner",
 		})
 		if err != nil {
@@ -257,7 +271,10 @@ func testCapacity(t *testing.T, e *provisionerTest) {
 	})
 }
 
+// testMetrics provisions and deletes a claim, so that each counter has a sample, and reads the metrics.
 func testMetrics(t *testing.T, e *provisionerTest) {
+	waitBound(t, e.kube, createClaim(t, e.kube, claim(e.ns, "metrics", "immediate", "1Gi")))
+	deleteClaimsWaitPVsGone(t, e.kube, e.ns, "metrics")
 	body := httpGet(t, e.prov.httpURL+"/metrics")
 	for _, m := range []string{
 		"controller_persistentvolumeclaim_provision_total", "controller_persistentvolume_delete_total",
@@ -295,7 +312,7 @@ func testKilledDuringCreate(t *testing.T, e *provisionerTest) {
 		t.Fatalf("claim written for the intent (finalizers %v, err %v)", got.Finalizers, err)
 	}
 
-	e.prov.kill()
+	e.stopShared(t)
 	rig.Eventually(t, ctx, 30*time.Second, "the abandoned call to create the volume in the driver", func(context.Context) (bool, error) {
 		return countVolumes(e.drv, volName) == 1, nil
 	})
@@ -310,7 +327,7 @@ func testKilledDuringCreate(t *testing.T, e *provisionerTest) {
 	}
 
 	deletesBefore := e.drv.Calls(csimock.DeleteVolume)
-	startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	startProvisioner(t, e.r, e.drv.Endpoint(), "--extra-create-metadata")
 	rig.Eventually(t, ctx, 90*time.Second, "the volume of the deleted claim deleted", func(context.Context) (bool, error) {
 		return countVolumes(e.drv, volName) == 0, nil
 	})
@@ -350,8 +367,9 @@ func blockCreate(t *testing.T, drv *csimock.Driver, claimName string, release <-
 // checks the volume is deleted with the claim.
 func testCreateTimeout(t *testing.T, e *provisionerTest) {
 	ctx := context.Background()
-	// The previous subtest's provisioner is gone (SIGKILL at its end); this one times out calls after 2s.
-	startProvisioner(t, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata", "--timeout=2s")
+	// In the shared one's place, one that times out calls after 2s.
+	e.stopShared(t)
+	startProvisioner(t, e.r, e.drv.Endpoint(), "--extra-create-metadata", "--timeout=2s")
 	timedOut := make(chan struct{})
 	e.drv.SetBeforeCall(func(ctx context.Context, method string, req any) error {
 		if r, ok := req.(*csi.CreateVolumeRequest); ok && method == csimock.CreateVolume && r.Parameters["csi.storage.k8s.io/pvc/name"] == "slow" {
@@ -394,8 +412,16 @@ func testCreateTimeout(t *testing.T, e *provisionerTest) {
 // testWriteVerbs checks, over every write csi-provisioner made to claims, PVs and Leases in the audit log, that
 // the API server refused none (a 403 would be a verb deploy/rbac/csi-provisioner.yaml, upstream's RBAC, lacks),
 // that claims were only ever updated and only as upstream does (the clone source's cloning protection): the
-// intent of each claim went into the record Lease, in fewer writes than there were PVs made.
+// intent of each claim went into the record Lease, in fewer writes than there were PVs made. It provisions
+// and deletes claims of its own first; run in order, the writes of the subtests before it count too.
 func testWriteVerbs(t *testing.T, e *provisionerTest) {
+	var names []string
+	for i := range 5 {
+		pvc := createClaim(t, e.kube, claim(e.ns, fmt.Sprintf("verbs-%d", i), "immediate", "1Gi"))
+		waitBound(t, e.kube, pvc)
+		names = append(names, pvc.Name)
+	}
+	deleteClaimsWaitPVsGone(t, e.kube, e.ns, names...)
 	writes := rig.Filter(e.audit.MustWrites(t), rig.ByUser(provisionerUser))
 	var pvCreates int
 	for _, w := range writes {
@@ -404,8 +430,8 @@ func testWriteVerbs(t *testing.T, e *provisionerTest) {
 		}
 		switch {
 		case strings.HasPrefix(w.Resource, "persistentvolumeclaims"):
-			// "immediate" is the clone source: its cloning-protection finalizer is added and removed.
-			if w.Verb != "update" || w.Name != "immediate" {
+			// The clone source's cloning-protection finalizer is added and removed.
+			if w.Verb != "update" || w.Name != cloneSource {
 				t.Errorf("claim write %s, want only updates of the clone source", w)
 			}
 		case w.Resource == "persistentvolumes" && w.Verb == "create" && w.Code < 300:

@@ -5,10 +5,7 @@ package provisioner
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -18,75 +15,49 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster"
+	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 const (
-	driverName  = "mock.csi.stowage.io"
-	namespace   = "kube-system" // where deploy/rbac/csi-provisioner.yaml puts the ServiceAccount and Lease
-	saName      = "csi-provisioner"
-	intentKey   = "provisioner.stowage-csi.io/volume-being-created"
-	pvFinalizer = "external-provisioner.volume.kubernetes.io/finalizer"
-	zoneKey     = "topology.mock.csi.stowage.io/zone"
+	driverName = "mock.csi.stowage.io"
+	// provisionerUser is who csi-provisioner writes as.
+	provisionerUser = "system:serviceaccount:" + sidecarrig.Namespace + ":csi-provisioner"
+	intentKey       = "provisioner.stowage-csi.io/volume-being-created"
+	pvFinalizer     = "external-provisioner.volume.kubernetes.io/finalizer"
+	zoneKey         = "topology.mock.csi.stowage.io/zone"
 )
 
-// repoRoot is the folder holding go.work.
-func repoRoot(t testing.TB) string {
+func TestMain(m *testing.M) { os.Exit(sidecarrig.Main(m, sidecarrig.Provisioner())) }
+
+// startRig starts the sidecar rig with csi-provisioner's RBAC and opts' audit log, CRDs and flags.
+func startRig(t testing.TB, opts sidecarrig.Options) *sidecarrig.Rig {
 	t.Helper()
-	dir, err := rig.RepoRoot(".")
+	opts.Sidecars = []sidecarrig.Sidecar{sidecarrig.Provisioner()}
+	return sidecarrig.Start(t, opts)
+}
+
+// adminClient is an admin clientset of r's cluster with limits high enough that the test itself never
+// throttles.
+func adminClient(t testing.TB, r *sidecarrig.Rig) kubernetes.Interface {
+	t.Helper()
+	cfg := r.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = 1000, 2000
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dir
+	return kube
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
-)
-
-// TestMain removes the built binary after the tests.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// provisionerBinary builds csi-provisioner once per test binary.
-func provisionerBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "csi-provisioner-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binDir = dir
-		binPath, buildErr = rig.BuildCommand(context.Background(), repoRoot(t), "provisioner", "csi-provisioner", dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// serviceAccountKubeconfig applies the provisioner's RBAC and returns a kubeconfig for its ServiceAccount.
-func serviceAccountKubeconfig(t testing.TB, c *cluster.Cluster) string {
-	t.Helper()
-	ctx := context.Background()
-	if err := c.Apply(ctx, filepath.Join(repoRoot(t), "deploy", "rbac", "csi-provisioner.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := c.ServiceAccountKubeconfig(ctx, namespace, saName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kc
+// setting is what the subtests of one test share: the rig, its admin client, the mock driver and the
+// namespace of the claims.
+type setting struct {
+	r    *sidecarrig.Rig
+	kube kubernetes.Interface
+	drv  *csimock.Driver
+	ns   string
 }
 
 // grantCapacity adds what --enable-capacity needs beyond deploy/rbac/csi-provisioner.yaml, which has exactly
@@ -94,22 +65,23 @@ func serviceAccountKubeconfig(t testing.TB, c *cluster.Cluster) string {
 // lookups, so no pods or apps rules).
 func grantCapacity(t testing.TB, ctx context.Context, kube kubernetes.Interface) {
 	t.Helper()
+	ns := sidecarrig.Namespace
 	role := &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: "stowage-csi-provisioner-capacity", Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: "stowage-csi-provisioner-capacity", Namespace: ns},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{"storage.k8s.io"}, Resources: []string{"csistoragecapacities"},
 			Verbs: []string{"list", "create", "update", "delete"},
 		}},
 	}
-	if _, err := kube.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: namespace},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: saName, Namespace: namespace}},
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sidecarrig.Provisioner().ServiceAccount, Namespace: ns}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 	}
-	if _, err := kube.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,50 +92,35 @@ type process struct {
 	httpURL string
 }
 
-// startProvisioner runs csi-provisioner with the given kubeconfig and CSI endpoint plus extra flags, with leader
-// election on (short lease, so a replacement for a killed process takes over quickly) and an HTTP endpoint.
-// It is killed when t ends; its log is printed if t failed.
-func startProvisioner(t testing.TB, kubeconfig, endpoint string, extra ...string) *process {
+// startProvisioner runs Stowage's csi-provisioner as startProvisionerAt does.
+func startProvisioner(t testing.TB, r *sidecarrig.Rig, endpoint string, extra ...string) *process {
 	t.Helper()
-	return startProvisionerAt(t, provisionerBinary(t), kubeconfig, endpoint, extra...)
+	return startProvisionerAt(t, r, "", endpoint, extra...)
 }
 
-// startProvisionerAt runs the csi-provisioner at path (Stowage's or upstream's) as startProvisioner does.
-func startProvisionerAt(t testing.TB, path, kubeconfig, endpoint string, extra ...string) *process {
+// startProvisionerAt runs the csi-provisioner at path (Stowage's when empty, or upstream's) against endpoint
+// plus extra flags, with leader election on (short lease, so a replacement for a killed process takes over
+// quickly) and an HTTP endpoint, until t ends.
+func startProvisionerAt(t testing.TB, r *sidecarrig.Rig, path, endpoint string, extra ...string) *process {
 	t.Helper()
+	run, addr := provisionerRun(t, path, endpoint, extra)
+	return &process{Process: r.Start(t, sidecarrig.Provisioner(), run), httpURL: "http://" + addr}
+}
+
+// provisionerRun is the start of a csi-provisioner with the tests' common flags, and its HTTP address.
+func provisionerRun(t testing.TB, path, endpoint string, extra []string) (sidecarrig.Run, string) {
 	addr := rig.FreeAddr(t)
-	args := append([]string{
-		"--kubeconfig=" + kubeconfig,
-		"--csi-address=" + endpoint,
-		"--leader-election", "--leader-election-namespace=" + namespace,
+	return sidecarrig.Run{Name: "csi-provisioner", Path: path, Endpoint: endpoint, Args: append([]string{
+		"--leader-election",
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
 		"--http-endpoint=" + addr,
 		"--retry-interval-start=200ms", "--retry-interval-max=10s",
 		"-v=2",
-	}, extra...)
-	proc, err := rig.Start(rig.Spec{
-		Name: "csi-provisioner", Path: path, Args: args, LogDir: t.TempDir(),
-		// NAMESPACE is what a pod spec passes down for --enable-capacity.
-		Env: append(os.Environ(), "NAMESPACE="+namespace),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &process{Process: proc, httpURL: "http://" + addr}
-	t.Cleanup(func() {
-		p.kill()
-		if t.Failed() {
-			t.Logf("csi-provisioner (pid %d) log:\n%s", p.Pid(), p.Tail(300))
-		}
-	})
-	return p
+	}, extra...)}, addr
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
-func (p *process) kill() {
-	p.Signal(syscall.SIGKILL)
-	<-p.Done()
-}
+func (p *process) kill() { sidecarrig.Kill(p.Process) }
 
 // logContains reports whether the process logged s so far.
 func (p *process) logContains(s string) bool {
@@ -209,16 +166,4 @@ func claim(ns, name, class, size string) *v1.PersistentVolumeClaim {
 			}},
 		},
 	}
-}
-
-// adminClient is the cluster's admin clientset with limits high enough that the test itself never throttles.
-func adminClient(t testing.TB, c *cluster.Cluster) kubernetes.Interface {
-	t.Helper()
-	cfg := c.RESTConfig()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return kube
 }

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/cluster/clustertest"
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 const (
@@ -31,12 +31,9 @@ const (
 // restoreTest is the setting TestE2EProvisionerSnapshotRestore's subtests share: one control plane with the
 // snapshot CRDs, a driver that can restore snapshots, the classes, and a running provisioner.
 type restoreTest struct {
-	kube       kubernetes.Interface
-	snaps      snapclient.Interface
-	kubeconfig string
-	drv        *csimock.Driver
-	creates    *createRecorder
-	ns         string
+	setting
+	snaps   snapclient.Interface
+	creates *createRecorder
 }
 
 // TestE2EProvisionerSnapshotRestore restores claims from VolumeSnapshots on a real control plane with the
@@ -57,17 +54,9 @@ func TestE2EProvisionerSnapshotRestore(t *testing.T) {
 // startRestoreTest starts the control plane with the snapshot CRDs, the driver and csi-provisioner, and creates
 // the StorageClass, VolumeSnapshotClass and namespace the subtests use.
 func startRestoreTest(t *testing.T) *restoreTest {
-	c := clustertest.Start(t)
+	r := startRig(t, sidecarrig.Options{SnapshotCRDs: true})
 	ctx := context.Background()
-	if err := c.InstallSnapshotCRDs(ctx); err != nil {
-		t.Fatal(err)
-	}
-	kube := adminClient(t, c)
-	snaps, err := snapclient.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := serviceAccountKubeconfig(t, c)
+	kube, snaps := adminClient(t, r), r.Snap
 
 	// Restoring needs CREATE_DELETE_SNAPSHOT (upstream refuses without it), which the mock leaves out by default.
 	drv, err := csimock.Start(ctx, csimock.Options{Name: driverName, ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
@@ -89,8 +78,8 @@ func startRestoreTest(t *testing.T) *restoreTest {
 	}
 	ns := "e2e-restore"
 	createNamespace(t, ctx, kube, ns)
-	startProvisioner(t, kubeconfig, drv.Endpoint(), "--extra-create-metadata")
-	return &restoreTest{kube: kube, snaps: snaps, kubeconfig: kubeconfig, drv: drv, creates: creates, ns: ns}
+	startProvisioner(t, r, drv.Endpoint(), "--extra-create-metadata")
+	return &restoreTest{setting: setting{r: r, kube: kube, drv: drv, ns: ns}, snaps: snaps, creates: creates}
 }
 
 func testRestoreReady(t *testing.T, e *restoreTest) {
@@ -182,7 +171,7 @@ func testRestoreTooSmall(t *testing.T, e *restoreTest) {
 }
 
 func testRestoreNoSnapshotCap(t *testing.T, e *restoreTest) {
-	ctx, kube, ns, kubeconfig := context.Background(), e.kube, e.ns, e.kubeconfig
+	ctx, kube, ns := context.Background(), e.kube, e.ns
 	// A second driver with the mock's default capabilities (cloning, no snapshots) and its own provisioner.
 	const noSnapDriver = "nosnap.csi.stowage.io"
 	other, err := csimock.Start(ctx, csimock.Options{Name: noSnapDriver})
@@ -193,7 +182,7 @@ func testRestoreNoSnapshotCap(t *testing.T, e *restoreTest) {
 	sc := storageClass("nosnap", storagev1.VolumeBindingImmediate, nil)
 	sc.Provisioner = noSnapDriver
 	createClass(t, ctx, kube, sc)
-	startProvisioner(t, kubeconfig, other.Endpoint())
+	startProvisioner(t, e.r, other.Endpoint())
 	pvc := restoreClaim(ns, "from-nosnap", "ready", "1Gi")
 	pvc.Spec.StorageClassName = &sc.Name
 	pvc = createClaim(t, kube, pvc)

@@ -3,12 +3,11 @@
 package provisioner
 
 import (
-	"context"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stowage-csi/stowage/e2e/tools"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2EProvisionerSwapWithUpstream swaps csi-provisioner with the real upstream one (external-provisioner,
@@ -25,14 +24,14 @@ func TestE2EProvisionerSwapWithUpstream(t *testing.T) {
 // testProvisionerSwap provisions a claim with the provisioner at first, stops it as a rolling update would
 // (SIGTERM), starts the one at second in its place, and deletes the claim through it.
 func testProvisionerSwap(t *testing.T, e *provisionerTest, name, first, second string) {
-	old := startProvisionerAt(t, first, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	old := startProvisionerAt(t, e.r, first, e.drv.Endpoint(), "--extra-create-metadata")
 	pvc := createClaim(t, e.kube, claim(e.ns, name, "immediate", "1Gi"))
 	pv := waitBound(t, e.kube, pvc)
 	waitNoIntent(t, e.kube, pvc) // Stowage's leak guard is released once the PV is bound: the swap is at rest
 	old.Signal(syscall.SIGTERM)
 	<-old.Done()
 
-	startProvisionerAt(t, second, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	startProvisionerAt(t, e.r, second, e.drv.Endpoint(), "--extra-create-metadata")
 	deleteClaimsWaitPVsGone(t, e.kube, e.ns, name)
 	if n := countVolumes(e.drv, pv.Name); n != 0 {
 		t.Errorf("driver still holds %d volumes named %s after the claim and PV were deleted", n, pv.Name)
@@ -53,7 +52,7 @@ func TestE2EProvisionerSwapMidCreate(t *testing.T) {
 func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second string) {
 	release := make(chan struct{})
 	blocked := blockCreate(t, e.drv, name, release)
-	old := startProvisionerAt(t, first, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	old := startProvisionerAt(t, e.r, first, e.drv.Endpoint(), "--extra-create-metadata")
 	pvc := createClaim(t, e.kube, claim(e.ns, name, "immediate", "1Gi"))
 	var volName string
 	select {
@@ -65,7 +64,7 @@ func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second str
 	close(release)
 	e.drv.SetBeforeCall(nil)
 
-	startProvisionerAt(t, second, e.kubeconfig, e.drv.Endpoint(), "--extra-create-metadata")
+	startProvisionerAt(t, e.r, second, e.drv.Endpoint(), "--extra-create-metadata")
 	pv := waitBound(t, e.kube, pvc)
 	if pv.Name != volName {
 		t.Errorf("claim bound to %s, want the volume the first provisioner asked for, %s", pv.Name, volName)
@@ -80,11 +79,5 @@ func testSwapMidCreate(t *testing.T, e *provisionerTest, name, first, second str
 // peerBinaries returns upstream's csi-provisioner (built once per pinned version into the cache) and ours.
 func peerBinaries(t *testing.T) (upstream, ours string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	upstream, err := tools.Binary(ctx, tools.CSIProvisioner(), "csi-provisioner")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return upstream, provisionerBinary(t)
+	return sidecarrig.Upstream(t, sidecarrig.Provisioner()), sidecarrig.Binary(t, sidecarrig.Provisioner())
 }

@@ -30,7 +30,7 @@ func TestBenchResizeStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "RESIZE_STORM_N", 300)
 	r := startRig(t)
 	admin, err := kubernetes.NewForConfig(func() *rest.Config {
-		c := r.cluster.RESTConfig()
+		c := r.Cluster.RESTConfig()
 		c.QPS, c.Burst = 500, 1000
 		return c
 	}())

@@ -23,7 +23,7 @@ func TestE2EResizerDriverRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const ns = "default"
-	f := newFixture(t, ctx, r.client, "resize-restart")
+	f := newFixture(t, ctx, r.Client, "resize-restart")
 	d := e2erig.StartRestartingDriver(t, ctx, csimock.Options{Name: f.driver, ControllerCaps: csimock.ControllerCapsWithModify()})
 	f.drv = d.Driver
 	// A raw block volume: the resizer alone finishes its expansion, no kubelet needed.

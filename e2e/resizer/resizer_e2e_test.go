@@ -18,6 +18,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
 // TestE2EResizer runs Stowage's csi-resizer with exactly the args and RBAC of aws-ebs-csi-driver's manifest
@@ -29,7 +30,7 @@ func TestE2EResizer(t *testing.T) {
 	r := startRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	f := newFixture(t, ctx, r.client, "resize")
+	f := newFixture(t, ctx, r.Client, "resize")
 	r.startResizer(t, "csi-resizer", f.drv.Endpoint(), upstreamArgs...)
 	const ns = "default"
 
@@ -150,8 +151,8 @@ func TestE2EResizer(t *testing.T) {
 
 	// Leader election on upstream's Lease, external-resizer-<driver with . as ->.
 	lease := "external-resizer-" + strings.ReplaceAll(f.driver, ".", "-")
-	if l, err := r.client.CoordinationV1().Leases(resizerNamespace).Get(ctx, lease, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil {
-		t.Errorf("Lease %s/%s: %v, %+v", resizerNamespace, lease, err, l)
+	if l, err := r.Client.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, lease, metav1.GetOptions{}); err != nil || l.Spec.HolderIdentity == nil {
+		t.Errorf("Lease %s/%s: %v, %+v", sidecarrig.Namespace, lease, err, l)
 	}
 
 	// Under exactly upstream's RBAC: every write is a patch of claims' status or of volumes, and none was
@@ -174,7 +175,7 @@ func TestE2EResizerInUse(t *testing.T) {
 	r := startRig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	f := newFixture(t, ctx, r.client, "offline")
+	f := newFixture(t, ctx, r.Client, "offline")
 	var online atomic.Bool
 	f.drv.SetBeforeCall(func(_ context.Context, method string, _ any) error {
 		if method == csimock.ControllerExpandVolume && !online.Load() {
@@ -194,13 +195,13 @@ func TestE2EResizerInUse(t *testing.T) {
 			}}},
 		},
 	}
-	if _, err := r.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	if _, err := r.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	f.request(t, ns, "busy", "2Gi")
 	// The first refusal, then a retry that sees the Pod and does not call the driver.
 	e2erig.Eventually(t, ctx, waitTimeout, "a VolumeResizeFailed Event for the Pod in use", func(ctx context.Context) (bool, error) {
-		list, err := r.client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=busy"})
+		list, err := r.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=busy"})
 		if err != nil {
 			return false, err
 		}
@@ -215,7 +216,7 @@ func TestE2EResizerInUse(t *testing.T) {
 		t.Errorf("ControllerExpandVolume calls while the Pod exists = %d, want 1", n)
 	}
 	online.Store(true)
-	if err := r.client.CoreV1().Pods(ns).Delete(ctx, "user", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+	if err := r.Client.CoreV1().Pods(ns).Delete(ctx, "user", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
 	f.waitClaim(t, ns, "busy", "expanded once the Pod is gone", func(c *corev1.PersistentVolumeClaim) bool {

@@ -1,24 +1,19 @@
 //go:build e2e
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
@@ -32,9 +27,8 @@ const memberLabel = "groupsnapshot.storage.k8s.io/volumeGroupSnapshotName"
 // in the driver, two ready member VolumeSnapshots; deleting it removes the members, the content and the
 // driver's group.
 func TestE2ESnapshotterGroups(t *testing.T) {
-	r := startRig(t)
+	r := startRig(t, true)
 	ctx := context.Background()
-	installDeployedGroupCRDs(t, ctx, r)
 	bins := stowageBinaries(t)
 	drv, err := csimock.Start(ctx, csimock.Options{Name: "group.csi.example.com", GroupSnapshots: true,
 		ControllerCaps: []csi.ControllerServiceCapability_RPC_Type{
@@ -51,16 +45,16 @@ func TestE2ESnapshotterGroups(t *testing.T) {
 
 	for _, name := range []string{"db-a", "db-b"} {
 		f.claim(name)
-		pvc, err := r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		pvc, err := r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pvc.Labels = map[string]string{"app": "db"}
-		if _, err := r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		if _, err := r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	groups := r.snap.GroupsnapshotV1()
+	groups := r.Snap.GroupsnapshotV1()
 	class := &groupv1.VolumeGroupSnapshotClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "group-default", Annotations: map[string]string{"groupsnapshot.storage.kubernetes.io/is-default-class": "true"}},
 		Driver:     drv.Name(), DeletionPolicy: snapv1.VolumeSnapshotContentDelete,
@@ -96,7 +90,7 @@ func TestE2ESnapshotterGroups(t *testing.T) {
 	}
 	selector := labels.SelectorFromSet(labels.Set{memberLabel: gs.Name}).String()
 	e2erig.Eventually(t, ctx, waitTimeout, "two ready member VolumeSnapshots", func(ctx context.Context) (bool, error) {
-		list, err := r.snap.SnapshotV1().VolumeSnapshots(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil || len(list.Items) != 2 {
 			return false, err
 		}
@@ -124,44 +118,15 @@ func TestE2ESnapshotterGroups(t *testing.T) {
 		if _, err := groups.VolumeGroupSnapshotContents().Get(ctx, *gs.Status.BoundVolumeGroupSnapshotContentName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		list, err := r.snap.SnapshotV1().VolumeSnapshots(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		return err == nil && len(list.Items) == 0, err
 	})
 	e2erig.Eventually(t, ctx, waitTimeout, "member contents gone", func(ctx context.Context) (bool, error) {
-		list, err := r.snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
+		list, err := r.Snap.SnapshotV1().VolumeSnapshotContents().List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) == 0, err
 	})
 	if len(drv.GroupSnapshots()) != 0 || len(drv.Snapshots()) != 0 {
 		t.Errorf("after delete: driver groups %+v, snapshots %+v; want none", drv.GroupSnapshots(), drv.Snapshots())
 	}
 	checkControllerWrites(t, r)
-}
-
-// installDeployedGroupCRDs creates the group snapshot CRDs of deploy/crds (byte-identical to the client
-// module's, TestDeployedCRDsAreUpstreams) and waits until each is served.
-func installDeployedGroupCRDs(t *testing.T, ctx context.Context, r *rig) {
-	t.Helper()
-	client, err := apiextensions.NewForConfig(r.cluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kind := range []string{"volumegroupsnapshotclasses", "volumegroupsnapshotcontents", "volumegroupsnapshots"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "crds", "groupsnapshot.storage.k8s.io_"+kind+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(data, crd); err != nil {
-			t.Fatalf("decode %s CRD: %v", kind, err)
-		}
-		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	e2erig.Eventually(t, ctx, waitTimeout, "group snapshot CRDs served", func(ctx context.Context) (bool, error) {
-		_, e1 := r.snap.GroupsnapshotV1().VolumeGroupSnapshots("").List(ctx, metav1.ListOptions{Limit: 1})
-		_, e2 := r.snap.GroupsnapshotV1().VolumeGroupSnapshotContents().List(ctx, metav1.ListOptions{Limit: 1})
-		_, e3 := r.snap.GroupsnapshotV1().VolumeGroupSnapshotClasses().List(ctx, metav1.ListOptions{Limit: 1})
-		return e1 == nil && e2 == nil && e3 == nil, nil
-	})
 }

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -29,7 +29,7 @@ const (
 type fixture struct {
 	t   testing.TB
 	ctx context.Context
-	r   *rig
+	r   rig
 	drv *csimock.Driver
 }
 
@@ -50,7 +50,7 @@ func (f fixture) claim(name string) string {
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 		},
 	}
-	if _, err := f.r.kube.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {
+	if _, err := f.r.Client.CoreV1().PersistentVolumes().Create(f.ctx, pv, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("create pv %s: %v", pv.Name, err)
 	}
 	empty := ""
@@ -63,11 +63,11 @@ func (f fixture) claim(name string) string {
 			StorageClassName: &empty,
 		},
 	}
-	if _, err := f.r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Create(f.ctx, pvc, metav1.CreateOptions{}); err != nil {
+	if _, err := f.r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Create(f.ctx, pvc, metav1.CreateOptions{}); err != nil {
 		f.t.Fatalf("create pvc %s: %v", name, err)
 	}
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, "claim "+name+" bound", func(ctx context.Context) (bool, error) {
-		got, err := f.r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		got, err := f.r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		return err == nil && got.Status.Phase == corev1.ClaimBound, err
 	})
 	return name
@@ -78,7 +78,7 @@ func (f fixture) class(policy snapv1.DeletionPolicy) string {
 	f.t.Helper()
 	name := snapshotClassPrefix + strings.ToLower(string(policy))
 	c := &snapv1.VolumeSnapshotClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Driver: f.drv.Name(), DeletionPolicy: policy}
-	if _, err := f.r.snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := f.r.Snap.SnapshotV1().VolumeSnapshotClasses().Create(f.ctx, c, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		f.t.Fatalf("create volumesnapshotclass %s: %v", name, err)
 	}
 	return name
@@ -92,7 +92,7 @@ func (f fixture) snapshot(name, claim, class string) *snapv1.VolumeSnapshot {
 		Spec: snapv1.VolumeSnapshotSpec{VolumeSnapshotClassName: &class,
 			Source: snapv1.VolumeSnapshotSource{PersistentVolumeClaimName: &claim}},
 	}
-	out, err := f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Create(f.ctx, vs, metav1.CreateOptions{})
+	out, err := f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Create(f.ctx, vs, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatalf("create volumesnapshot %s: %v", name, err)
 	}
@@ -105,7 +105,7 @@ func (f fixture) waitReady(name string) *snapv1.VolumeSnapshot {
 	var vs *snapv1.VolumeSnapshot
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, "volumesnapshot "+name+" ready", func(ctx context.Context) (bool, error) {
 		var err error
-		vs, err = f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		vs, err = f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -118,11 +118,11 @@ func (f fixture) waitReady(name string) *snapv1.VolumeSnapshot {
 // deleteSnapshot deletes the snapshot and waits until it is gone.
 func (f fixture) deleteSnapshot(name string) {
 	f.t.Helper()
-	if err := f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
+	if err := f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Delete(f.ctx, name, metav1.DeleteOptions{}); err != nil {
 		f.t.Fatalf("delete volumesnapshot %s: %v", name, err)
 	}
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, "volumesnapshot "+name+" gone", func(ctx context.Context) (bool, error) {
-		_, err := f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		_, err := f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }
@@ -131,7 +131,7 @@ func (f fixture) deleteSnapshot(name string) {
 func (f fixture) waitContentGone(name string) {
 	f.t.Helper()
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, "volumesnapshotcontent "+name+" gone", func(ctx context.Context) (bool, error) {
-		_, err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
+		_, err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
 }
@@ -140,7 +140,7 @@ func (f fixture) waitContentGone(name string) {
 func (f fixture) waitClaimReleased(name string) {
 	f.t.Helper()
 	e2erig.Eventually(f.t, f.ctx, waitTimeout, "claim "+name+" without "+pvcSourceFinalizer, func(ctx context.Context) (bool, error) {
-		pvc, err := f.r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
+		pvc, err := f.r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -165,7 +165,7 @@ func (f fixture) driverSnapshots() []string {
 // content gets a VolumeSnapshotContent.
 func (f fixture) content(name string) *snapv1.VolumeSnapshotContent {
 	f.t.Helper()
-	c, err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
+	c, err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Get(f.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatalf("get volumesnapshotcontent %s: %v", name, err)
 	}

@@ -1,6 +1,6 @@
 //go:build bench
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -23,8 +23,6 @@ import (
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
-const snapshotterUser = "system:serviceaccount:" + namespace + ":" + snapshotterSA
-
 // TestBenchSnapshotStorm creates N VolumeSnapshots of N bound claims at once against the instant mock driver,
 // starts a snapshot-controller and a csi-snapshotter, and measures the seconds until all are readyToUse (from
 // the processes' start, so start-up and the initial LISTs are included), then deletes them all at once and
@@ -35,17 +33,8 @@ const snapshotterUser = "system:serviceaccount:" + namespace + ":" + snapshotter
 // SNAPSHOT_STORM_N overrides N (200).
 func TestBenchSnapshotStorm(t *testing.T) {
 	n := e2erig.EnvCount(t, "SNAPSHOT_STORM_N", 200)
-	r := startRig(t)
-	cfg := r.cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 500, 1000
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startRig(t, false)
+	admin, snaps := benchClients(t, r, 500, 1000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
@@ -89,7 +78,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		before := len(r.audit.MustWrites(t))
+		before := len(r.Audit.MustWrites(t))
 		creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
 		start := time.Now()
 		extra := append([]string{"--leader-election=false"}, run.flags...)
@@ -100,7 +89,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 			return err == nil && ready == n, err
 		})
 		res := row{name: run.name, ready: time.Since(start).Seconds(), deletes: map[string]float64{}}
-		deleteFrom := len(r.audit.MustWrites(t))
+		deleteFrom := len(r.Audit.MustWrites(t))
 		start = time.Now()
 		if err := e2erig.Parallel(n, 16, func(j int) error {
 			return snaps.SnapshotV1().VolumeSnapshots(testNamespace).Delete(ctx, fmt.Sprintf("%s%d", prefix, j), metav1.DeleteOptions{})
@@ -116,7 +105,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 			return err == nil && len(vs.Items) == 0 && len(contents.Items) == 0 && len(drv.Snapshots()) == 0, err
 		})
 		res.deleted = time.Since(start).Seconds()
-		for _, w := range r.audit.MustWrites(t)[before:] {
+		for _, w := range r.Audit.MustWrites(t)[before:] {
 			switch w.User {
 			case controllerUser:
 				res.controller++
@@ -129,7 +118,7 @@ func TestBenchSnapshotStorm(t *testing.T) {
 				res.conflict++
 			}
 		}
-		for _, w := range r.audit.MustWrites(t)[deleteFrom:] {
+		for _, w := range r.Audit.MustWrites(t)[deleteFrom:] {
 			if who := map[string]string{controllerUser: "snapshot-controller", snapshotterUser: "csi-snapshotter"}[w.User]; who != "" {
 				res.deletes[fmt.Sprintf("%s: %s %s", who, w.Verb, w.Resource)] += 1 / float64(n)
 			}
@@ -232,4 +221,20 @@ func countReady(ctx context.Context, snaps snapclient.Interface, prefix string) 
 		}
 	}
 	return ready, nil
+}
+
+// benchClients are admin clientsets of r's cluster at the benchmark's own client-side limits.
+func benchClients(t *testing.T, r rig, qps float32, burst int) (kubernetes.Interface, snapclient.Interface) {
+	t.Helper()
+	cfg := r.Cluster.RESTConfig()
+	cfg.QPS, cfg.Burst = qps, burst
+	admin, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, snaps
 }

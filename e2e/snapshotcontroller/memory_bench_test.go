@@ -1,6 +1,6 @@
 //go:build bench
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
@@ -36,17 +34,8 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 	const claims = 100
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
-	r := startRig(t)
-	cfg := r.cluster.RESTConfig()
-	cfg.QPS, cfg.Burst = 2000, 4000
-	admin, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snaps, err := snapclient.NewForConfig(rest.CopyConfig(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := startRig(t, false)
+	admin, snaps := benchClients(t, r, 2000, 4000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
 	handles := make([]string, claims)
@@ -92,9 +81,9 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 	fmt.Printf("\ncreated %d ready VolumeSnapshots and their bound contents (%d requests) in %.0f s\n", n, 4*n, time.Since(start).Seconds())
 
 	creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
-	before := len(r.audit.MustWrites(t))
+	before := len(r.Audit.MustWrites(t))
 	rows = append(rows, measureAll(n)...)
-	for _, w := range r.audit.MustWrites(t)[before:] {
+	for _, w := range r.Audit.MustWrites(t)[before:] {
 		if w.User == controllerUser || w.User == snapshotterUser {
 			t.Errorf("write while measuring, the binaries were not idle: %s", w)
 		}
@@ -149,7 +138,7 @@ func createDoneSnapshot(ctx context.Context, snaps snapclient.Interface, class *
 // measure is rig.MeasureSidecar with the binary's own sentinel for synced caches (upstream's binaries log no
 // "Caches synced"): rounds fresh starts, each read once the sentinel is logged and the process is idle, then
 // stopped with SIGTERM; the row holds the medians.
-func (r *rig) measure(t *testing.T, ctx context.Context, name string, objects, rounds int, sentinel string, start func(round int) *e2erig.Process) e2erig.MemoryRow {
+func (r rig) measure(t *testing.T, ctx context.Context, name string, objects, rounds int, sentinel string, start func(round int) *e2erig.Process) e2erig.MemoryRow {
 	t.Helper()
 	var readings []e2erig.Memory
 	for round := range rounds {

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // CreateSnapshot was in flight until it restarts (external-snapshotter#1388), which this run saw, so that
 // scenario is left out of the pairing with upstream's csi-snapshotter.
 func TestE2ESnapshotterCrossRun(t *testing.T) {
-	r := startRig(t)
+	r := startRig(t, false)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	pairs := []struct {
 		name, suffix            string

@@ -1,6 +1,6 @@
 //go:build e2e
 
-package snapshotter
+package snapshotcontroller
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // TestE2ESnapshotter runs Stowage's snapshot-controller and csi-snapshotter, each with its upstream manifest's
 // args under its upstream RBAC, against kube-apiserver, kube-controller-manager and the mock driver.
 func TestE2ESnapshotter(t *testing.T) {
-	r := startRig(t)
+	r := startRig(t, false)
 	bins := stowageBinaries(t)
 	drv := startDriver(t)
 	r.startController(t, "snapshot-controller", bins.controller)
@@ -40,9 +40,9 @@ func TestE2ESnapshotter(t *testing.T) {
 // outside upstream's role, a 409 on a VolumeSnapshot a write from a stale cache (the controller is its only
 // writer here). Contents (csi-snapshotter) and claims (kube-controller-manager's binder) have other writers, so
 // a 409 there can be a real race, which is re-read and retried; those are counted, not failed.
-func checkControllerWrites(t *testing.T, r *rig) {
+func checkControllerWrites(t *testing.T, r rig) {
 	t.Helper()
-	writes := e2erig.Filter(r.audit.MustWrites(t), e2erig.ByUser(controllerUser))
+	writes := e2erig.Filter(r.Audit.MustWrites(t), e2erig.ByUser(controllerUser))
 	raced := 0
 	for _, w := range writes {
 		shared := strings.HasPrefix(w.Resource, "volumesnapshotcontents") || strings.HasPrefix(w.Resource, "persistentvolumeclaims")
@@ -94,7 +94,7 @@ func dynamicRetain(f fixture, name string) {
 	if c := f.content(contentName); c.DeletionTimestamp != nil {
 		f.t.Errorf("retained content %s is being deleted", contentName)
 	}
-	if err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Delete(f.ctx, contentName, metav1.DeleteOptions{}); err != nil {
+	if err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Delete(f.ctx, contentName, metav1.DeleteOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	f.waitContentGone(contentName)
@@ -116,14 +116,14 @@ func preProvisioned(f fixture, name string) {
 			VolumeSnapshotRef: corev1.ObjectReference{Namespace: testNamespace, Name: name},
 		},
 	}
-	if _, err := f.r.snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, content, metav1.CreateOptions{}); err != nil {
+	if _, err := f.r.Snap.SnapshotV1().VolumeSnapshotContents().Create(f.ctx, content, metav1.CreateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	vs := &snapv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
 		Spec:       snapv1.VolumeSnapshotSpec{Source: snapv1.VolumeSnapshotSource{VolumeSnapshotContentName: &content.Name}},
 	}
-	created, err := f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Create(f.ctx, vs, metav1.CreateOptions{})
+	created, err := f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Create(f.ctx, vs, metav1.CreateOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -143,11 +143,11 @@ func preProvisioned(f fixture, name string) {
 func deletedWhileCreating(f fixture, name string) {
 	f.t.Helper()
 	claim := f.claim("data-" + name)
-	pvc, err := f.r.kube.CoreV1().PersistentVolumeClaims(testNamespace).Get(f.ctx, claim, metav1.GetOptions{})
+	pvc, err := f.r.Client.CoreV1().PersistentVolumeClaims(testNamespace).Get(f.ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	pv, err := f.r.kube.CoreV1().PersistentVolumes().Get(f.ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	pv, err := f.r.Client.CoreV1().PersistentVolumes().Get(f.ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func deletedWhileCreating(f fixture, name string) {
 	case <-f.ctx.Done():
 		f.t.Fatal(f.ctx.Err())
 	}
-	if err := f.r.snap.SnapshotV1().VolumeSnapshots(testNamespace).Delete(f.ctx, vs.Name, metav1.DeleteOptions{}); err != nil {
+	if err := f.r.Snap.SnapshotV1().VolumeSnapshots(testNamespace).Delete(f.ctx, vs.Name, metav1.DeleteOptions{}); err != nil {
 		f.t.Fatal(err)
 	}
 	close(release)
