@@ -92,12 +92,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	}
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// claims and volumes it interrupted are retried as soon as it is back.
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	wg.Go(func() {
-		if err := d.env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	stopFollowing := d.env.CSI.StartFollowingRestarts(ctx, ctrl.DriverBack)
 	ctrl.Run(ctx)
 	stopFollowing()
 	flushCtx, cancelFlush := context.WithTimeout(journalCtx, 5*time.Second)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -122,17 +121,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	defer factory.Shutdown()
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// expansions and modifications it interrupted are retried as soon as it is back.
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var following sync.WaitGroup
-	defer func() {
-		stopFollowing()
-		following.Wait()
-	}()
-	following.Go(func() {
-		if err := env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
-			logger.Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	defer env.CSI.StartFollowingRestarts(ctx, ctrl.DriverBack)()
 	return ctrl.Run(ctx)
 }
 

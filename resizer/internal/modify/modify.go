@@ -23,7 +23,7 @@ import (
 
 	"github.com/stowage-csi/stowage/resizer/internal/csiresize"
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
-	"github.com/stowage-csi/stowage/resizer/internal/tracker"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 )
 
 // Upstream's keys and Event reasons.
@@ -68,7 +68,7 @@ type Config struct {
 // Handler modifies claims' volumes; safe for concurrent use on different claims.
 type Handler struct {
 	cfg    Config
-	writes *tracker.Writes
+	writes *ownwrites.Writes
 }
 
 // New returns the handler.
@@ -76,7 +76,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Handler{cfg: cfg, writes: tracker.New()}
+	return &Handler{cfg: cfg, writes: ownwrites.New()}
 }
 
 // Forget drops what the handler remembers about a deleted claim.

@@ -100,7 +100,7 @@ func (h *Handler) release(ctx context.Context, c *snapv1.VolumeSnapshotContent) 
 			delete(v.Annotations, snapapi.AnnBeingCreated)
 		})
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})

@@ -108,7 +108,7 @@ func (h *GroupHandler) release(ctx context.Context, gc *groupv1.VolumeGroupSnaps
 			delete(v.Annotations, snapapi.AnnGroupBeingCreated)
 		})
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})

@@ -63,7 +63,7 @@ func (h *GroupHandler) writeStatus(ctx context.Context, gc *groupv1.VolumeGroupS
 			}
 		})
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})
@@ -94,7 +94,7 @@ func (h *GroupHandler) failed(ctx context.Context, gc *groupv1.VolumeGroupSnapsh
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.wrote(gc.UID, gc.ResourceVersion, updated.ResourceVersion)
+		h.tracker.Wrote(gc, updated)
 	}
 	h.cfg.Events.Event(gc, corev1.EventTypeWarning, reason, msg)
 	return cause
@@ -106,7 +106,7 @@ func (h *GroupHandler) markBeingCreated(ctx context.Context, gc *groupv1.VolumeG
 	out, err := patch.RetryOnConflict(ctx, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
 		updated, err := patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnGroupBeingCreated, "yes")
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})
@@ -124,6 +124,6 @@ func (h *GroupHandler) removeBeingCreated(ctx context.Context, gc *groupv1.Volum
 	if err != nil {
 		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: removing annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
 	}
-	h.tracker.wrote(gc.UID, gc.ResourceVersion, updated.ResourceVersion)
+	h.tracker.Wrote(gc, updated)
 	return updated, nil
 }

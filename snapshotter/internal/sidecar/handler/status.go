@@ -46,7 +46,7 @@ func (h *Handler) writeStatus(ctx context.Context, c *snapv1.VolumeSnapshotConte
 	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
 		updated, err := patch.Status(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) { mergeStatus(v, o) })
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})
@@ -101,7 +101,7 @@ func (h *Handler) failed(ctx context.Context, c *snapv1.VolumeSnapshotContent, r
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+		h.tracker.Wrote(c, updated)
 	}
 	h.cfg.Events.Event(c, corev1.EventTypeWarning, reason, msg)
 	return cause
@@ -117,7 +117,7 @@ func (h *Handler) markBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshot
 	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
 		updated, err := patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
 		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
+			h.tracker.Wrote(cur, updated)
 		}
 		return updated, err
 	})
@@ -136,6 +136,6 @@ func (h *Handler) removeBeingCreated(ctx context.Context, c *snapv1.VolumeSnapsh
 	if err != nil {
 		return c, fmt.Errorf("volumesnapshotcontent %s: removing annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
 	}
-	h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+	h.tracker.Wrote(c, updated)
 	return updated, nil
 }
