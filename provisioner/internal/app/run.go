@@ -10,11 +10,9 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/klog/v2"
@@ -146,7 +144,7 @@ func (d leaderDeps) readAttributesClasses(ctx context.Context) (vacUse, error) {
 		logger.Info("VolumeAttributesClass feature gate is off: VolumeAttributesClasses are not read and claims' spec.volumeAttributesClassName is ignored")
 		return vacUse{}, nil
 	}
-	served, err := hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	served, err := kubeclient.HasResource(d.kube.Discovery(), "storage.k8s.io/v1", "volumeattributesclasses")
 	if err != nil {
 		return vacUse{}, err
 	}
@@ -232,23 +230,4 @@ func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *pro
 	}, p, controller.Informers{
 		Claims: c.claims.Informer(), Volumes: c.volumes.Informer(), Classes: c.classes.Informer(), Attachments: c.attachments.Informer(),
 	}, queues)
-}
-
-// hasResource reports whether the API server serves resource in groupVersion. A group version the server does
-// not know is "not served"; any other discovery failure is an error, so a flaky API server cannot quietly turn
-// a feature off.
-func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
-	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -166,7 +164,7 @@ func modifies(ctx context.Context, env *sidecar.Env) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	served, err := hasResource(env.Clients.Kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	served, err := kubeclient.HasResource(env.Clients.Kube.Discovery(), "storage.k8s.io/v1", "volumeattributesclasses")
 	if err != nil {
 		return false, err
 	}
@@ -192,22 +190,4 @@ func vacFallback() (bool, error) {
 		return false, fmt.Errorf("environment variable %s=%q is not a boolean", vacFallbackEnv, v)
 	}
 	return b, nil
-}
-
-// hasResource reports whether the API server serves resource in groupVersion; a group version it does not know
-// is "not served", any other discovery failure an error.
-func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
-	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }
