@@ -52,12 +52,12 @@ func Parse(args []string, stdout io.Writer) (*Config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg.KubeAPIRateSet = flags.RateFlagsSet(fs)
+	cfg.Parsed(fs)
 	if cfg.ShowVersion {
 		return nil, version.Print(stdout, Binary)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid flags: %w", err)
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -187,7 +187,7 @@ func runController(ctx context.Context, cfg *Config, clients *kubeclient.Clients
 		ContentQueue:                contentQueue,
 		Events:                      recorder,
 		Metrics:                     metrics,
-		Workers:                     cfg.Workers,
+		Workers:                     cfg.WorkerThreads,
 		PreventVolumeModeConversion: cfg.PreventVolumeModeConversion,
 		DistributedSnapshotting:     cfg.EnableDistributedSnapshotting,
 	}
