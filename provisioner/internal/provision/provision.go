@@ -72,38 +72,59 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		// The name a possibly earlier run (maybe with another --volume-name-prefix) sent to CreateVolume.
 		volName = v
 	}
+	if settled, err := p.settle(ctx, claim, entry, journaled, volName); settled {
+		return err
+	}
+	class, err := p.classToProvision(ctx, claim)
+	if class == nil {
+		return err
+	}
+	selectedNode, ours, err := p.placement(ctx, claim, class)
+	if !ours {
+		return err
+	}
+	return p.provision(ctx, claim, class, volName, selectedNode)
+}
 
+// settle handles a claim that needs no new volume: deleted mid-way (its volume undone or abandoned), released,
+// bound, or with its PV already made. It reports whether it handled the claim, with the result.
+func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClaim, entry intentEntry, journaled bool, volName string) (bool, error) {
 	stage := p.claimStage(claim)
 	if claim.DeletionTimestamp != nil {
 		if journaled {
-			return p.undo(ctx, entry)
+			return true, p.undo(ctx, entry)
 		}
 		if !hasIntent(claim) || stage == claimReleased {
-			return nil
+			return true, nil
 		}
-		return p.abandon(ctx, claim, volName)
+		return true, p.abandon(ctx, claim, volName)
 	}
 	if stage == claimReleased {
 		// Done here; this copy predates our last write.
-		return nil
+		return true, nil
 	}
 	if claim.Spec.VolumeName != "" {
 		// Bound (or pre-bound by the user): nothing to provision. A volume made for the claim but not the one it is
 		// bound to is undone; else drop an intent left from before the binding, or a snapshot's as-source
 		// finalizer another provisioner left.
 		if journaled && claim.Spec.VolumeName != entry.Volume {
-			return p.undo(ctx, entry)
+			return true, p.undo(ctx, entry)
 		}
 		if journaled || hasIntent(claim) {
-			return p.finishIntent(ctx, claim)
+			return true, p.finishIntent(ctx, claim)
 		}
-		return p.releaseLeftSnapshot(ctx, claim)
+		return true, p.releaseLeftSnapshot(ctx, claim)
 	}
 	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
 		// The PV is there; the binder will bind it. Only the intent may be left to release.
-		return p.finishIntent(ctx, claim)
+		return true, p.finishIntent(ctx, claim)
 	}
+	return false, nil
+}
 
+// classToProvision returns the claim's StorageClass when this provisioner is to make its volume now; nil, with
+// an error or not, when not (another provisioner's class, an external populator, an unsupported source).
+func (p *Provisioner) classToProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
 	className := ""
 	if claim.Spec.StorageClassName != nil {
 		className = *claim.Spec.StorageClassName
@@ -111,31 +132,38 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	class, err := p.Classes.Get(className)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, fmt.Sprintf("storageclass.storage.k8s.io %q: %v", className, err))
-		return fmt.Errorf("get StorageClass %q: %w", className, err)
+		return nil, fmt.Errorf("get StorageClass %q: %w", className, err)
 	}
 	class, err = p.csiClass(ctx, class)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
-		return err
+		return nil, err
 	}
 	if class == nil {
-		return nil
+		return nil, nil // another provisioner's class
 	}
 	src := sourceOf(claim)
 	if src.populator != "" {
 		p.event(claim, v1.EventTypeNormal, ReasonExternalProvisioning,
 			fmt.Sprintf("Assuming an external populator will provision the volume from %s", src.populator))
-		return nil
+		return nil, nil
 	}
 	if src.otherNS != "" {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "dataSourceRef: a data source in another namespace is not supported")
-		return slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
+		return nil, slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
 	}
+	return class, nil
+}
+
+// placement returns the node the volume is made for (empty for none) and whether this provisioner makes it
+// now: not before the scheduler picked a node, not for another node's claim under --node-deployment; a claim
+// whose node is gone goes back to the scheduler.
+func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (string, bool, error) {
 	selectedNode := claim.Annotations[annSelectedNode]
 	late := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 	if late && selectedNode == "" {
 		// The scheduler picks the node first.
-		return nil
+		return "", false, nil
 	}
 	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
 		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
@@ -143,23 +171,23 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		_, err := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 			metav1.SetMetaDataAnnotation(&c.ObjectMeta, annSelectedNode, p.cfg.NodeName)
 		})
-		return err
+		return "", false, err
 	}
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
-		return nil
+		return "", false, nil
 	}
 	// Under --node-deployment the selected node is this one, which exists while it runs: a missed cache entry
 	// must not hand the claim (and an intent, which only this node would finish) back to the scheduler.
 	if selectedNode != "" && p.cfg.NodeName == "" {
 		gone, err := p.nodeGone(ctx, selectedNode)
 		if err != nil {
-			return err
+			return "", false, err
 		}
 		if gone {
-			return p.rescheduleFromGoneNode(ctx, claim, selectedNode)
+			return "", false, p.rescheduleFromGoneNode(ctx, claim, selectedNode)
 		}
 	}
-	return p.provision(ctx, claim, class, volName, selectedNode)
+	return selectedNode, true, nil
 }
 
 // provision runs the create path: plan, persist intent, protect the source, CreateVolume, create the PV, release.
@@ -196,31 +224,52 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 
 	resp, err := p.createVolume(ctx, plan.req)
 	if err != nil {
-		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
-		if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
-			// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
-			// made, so a legacy intent goes in the same write, and the claim's entry with the next record write.
-			if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
-				delete(c.Annotations, annSelectedNode)
-				delete(c.Annotations, IntentKey)
-				c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
-			}); perr != nil {
-				return perr
-			}
-			p.clearEntry(claim.UID)
-			return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
-		}
-		if isCode(err, codes.InvalidArgument) {
-			return slow(fmt.Errorf("CreateVolume: %w", err))
-		}
-		// The intent stays: after a timeout the volume may still appear, and a final error now does not prove
-		// that an earlier timed-out call made nothing.
-		return fmt.Errorf("CreateVolume: %w", err)
+		return p.createFailed(ctx, claim, class, selectedNode, err)
 	}
 	vol := resp.GetVolume()
 	if vol == nil || vol.VolumeId == "" {
 		return fmt.Errorf("CreateVolume for %s returned no volume ID", volName)
 	}
+	if err := p.checkCapacity(ctx, claim, plan, vol); err != nil {
+		return err
+	}
+	if err := p.createPV(ctx, claim, class, plan, vol, volName); err != nil {
+		return err
+	}
+	p.setClaimStage(claim, claimPVCreated)
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
+	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
+	return p.finishIntent(ctx, claim)
+}
+
+// createFailed handles a failed CreateVolume: a claim whose selected node has no room goes back to the
+// scheduler, an invalid request is retried at the long interval, anything else with backoff.
+func (p *Provisioner) createFailed(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, selectedNode string, err error) error {
+	p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
+	if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
+		// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
+		// made, so a legacy intent goes in the same write, and the claim's entry with the next record write.
+		if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
+			delete(c.Annotations, annSelectedNode)
+			delete(c.Annotations, IntentKey)
+			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
+		}); perr != nil {
+			return perr
+		}
+		p.clearEntry(claim.UID)
+		return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
+	}
+	if isCode(err, codes.InvalidArgument) {
+		return slow(fmt.Errorf("CreateVolume: %w", err))
+	}
+	// The intent stays: after a timeout the volume may still appear, and a final error now does not prove
+	// that an earlier timed-out call made nothing.
+	return fmt.Errorf("CreateVolume: %w", err)
+}
+
+// checkCapacity deletes a volume the driver made smaller than requested, and says so.
+func (p *Provisioner) checkCapacity(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, vol *csi.Volume) error {
 	if vol.CapacityBytes != 0 && vol.CapacityBytes < plan.req.CapacityRange.RequiredBytes {
 		if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
 			return fmt.Errorf("driver made volume %s smaller (%d) than requested (%d), and deleting it failed: %w", vol.VolumeId, vol.CapacityBytes, plan.req.CapacityRange.RequiredBytes, derr)
@@ -229,10 +278,16 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
 		return err
 	}
+	return nil
+}
 
+// createPV creates the claim's PV (in the in-tree plugin's form for a migrated class); one that already exists
+// for this claim, from an earlier run, will do.
+func (p *Provisioner) createPV(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, plan *createPlan, vol *csi.Volume, volName string) error {
 	pv := p.buildPV(claim, class, plan, vol, volName)
 	if p.migrating(class) {
 		// As upstream: a migrated claim's PV is written in the in-tree plugin's form.
+		var err error
 		if pv, err = p.inTreePV(pv); err != nil {
 			if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
 				return fmt.Errorf("%w; deleting volume %s failed: %w", err, vol.VolumeId, derr)
@@ -253,11 +308,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 			return slow(fmt.Errorf("PV %s already exists and belongs to another claim", volName))
 		}
 	}
-	p.setClaimStage(claim, claimPVCreated)
-	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
-	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
-	return p.finishIntent(ctx, claim)
+	return nil
 }
 
 // finishIntent drops the claim's entry from the intent record (with the record's next write: no write of its
