@@ -51,7 +51,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	// The intent record a predecessor (this replica before a kill, or another leader) left: its claims are
+	// The journal a predecessor (this replica before a kill, or another leader) left: its claims are
 	// finished or undone like any other once the caches have synced.
 	journal := newJournal(d)
 	recovered, err := journal.Load(ctx)
@@ -77,7 +77,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
 	}
-	klog.FromContext(ctx).Info("Caches synced, provisioning", "intentRecord", journal.Name(), "recoveredClaims", len(recovered))
+	klog.FromContext(ctx).Info("Caches synced, provisioning", "journal", journal.Name(), "recoveredClaims", len(recovered))
 	var wg sync.WaitGroup
 	// The record is written until the workers are done: Run drains them after ctx ends, and what they cleared
 	// is flushed last.
@@ -101,7 +101,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	return nil
 }
 
-// newJournal is the intent record of this provisioner identity: a Lease next to the leader election one (the
+// newJournal is the journal of this provisioner identity: a Lease next to the leader election one (the
 // namespace upstream's RBAC grants leases in), one per node under --node-deployment.
 func newJournal(d leaderDeps) *provision.Journal {
 	ns := leaderelection.ResolveNamespace(d.env.Flags.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile)

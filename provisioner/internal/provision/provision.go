@@ -20,10 +20,10 @@ import (
 )
 
 // IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or with a
-// provisioning intent of ours (in the intent record, or the finalizer an older Stowage wrote), which must be
+// journal entry of ours (or the legacy intent finalizer an older Stowage wrote), which must be
 // finished even if the annotation went away.
 func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
-	if hasIntent(claim) || p.journaled(claim.UID) {
+	if hasLegacyIntent(claim) || p.journaled(claim.UID) {
 		return true
 	}
 	a := claim.Annotations[annStorageProvisioner]
@@ -34,12 +34,12 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // ClaimSettled tells whether SyncClaim would return without a write or a CSI call for this copy of a claim of
-// ours: it is bound and not being deleted, carries no intent, has no entry in the intent record (under its UID or
+// ours: it is bound and not being deleted, carries no legacy intent, has no entry in the journal (under its UID or
 // an earlier claim's of its name), and is not restored from a snapshot (whose as-source finalizer a bound claim
 // may still have to release). The controller leaves such claims out of the claim queue, so the initial LIST of a
 // cluster's bound claims costs no queue entry, deep copy or sync each.
 func (p *Provisioner) ClaimSettled(claim *v1.PersistentVolumeClaim) bool {
-	if claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" || hasIntent(claim) || p.journaled(claim.UID) {
+	if claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" || hasLegacyIntent(claim) || p.journaled(claim.UID) {
 		return false
 	}
 	if p.Journal != nil && len(p.Journal.ForClaim(claim.Namespace, claim.Name)) > 0 {
@@ -49,7 +49,7 @@ func (p *Provisioner) ClaimSettled(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
-// volume left behind. It is level-triggered: the claim's entry in the intent record (or the intent finalizer an
+// volume left behind. It is level-triggered: the claim's entry in the journal (or the legacy intent finalizer an
 // older Stowage wrote) says where a previous run (this process or one that crashed) stopped.
 func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
 	if claim == nil {
@@ -68,7 +68,7 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	entry, journaled := p.entry(claim.UID)
 	if journaled {
 		volName = entry.Volume
-	} else if v := claim.Annotations[IntentKey]; v != "" && hasIntent(claim) {
+	} else if v := claim.Annotations[IntentKey]; v != "" && hasLegacyIntent(claim) {
 		// The name a possibly earlier run (maybe with another --volume-name-prefix) sent to CreateVolume.
 		volName = v
 	}
@@ -88,13 +88,13 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 
 // settle handles a claim that needs no new volume: deleted mid-way (its volume undone or abandoned), released,
 // bound, or with its PV already made. It reports whether it handled the claim, with the result.
-func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClaim, entry intentEntry, journaled bool, volName string) (bool, error) {
+func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClaim, entry journalEntry, journaled bool, volName string) (bool, error) {
 	stage := p.claimStage(claim)
 	if claim.DeletionTimestamp != nil {
 		if journaled {
 			return true, p.undo(ctx, entry)
 		}
-		if !hasIntent(claim) || stage == claimReleased {
+		if !hasLegacyIntent(claim) || stage == claimReleased {
 			return true, nil
 		}
 		return true, p.abandon(ctx, claim, volName)
@@ -105,19 +105,19 @@ func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClai
 	}
 	if claim.Spec.VolumeName != "" {
 		// Bound (or pre-bound by the user): nothing to provision. A volume made for the claim but not the one it is
-		// bound to is undone; else drop an intent left from before the binding, or a snapshot's as-source
+		// bound to is undone; else drop a journal entry or legacy intent left from before the binding, or a snapshot's as-source
 		// finalizer another provisioner left.
 		if journaled && claim.Spec.VolumeName != entry.Volume {
 			return true, p.undo(ctx, entry)
 		}
-		if journaled || hasIntent(claim) {
-			return true, p.finishIntent(ctx, claim)
+		if journaled || hasLegacyIntent(claim) {
+			return true, p.finishProvisioning(ctx, claim)
 		}
 		return true, p.releaseLeftSnapshot(ctx, claim)
 	}
 	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
-		// The PV is there; the binder will bind it. Only the intent may be left to release.
-		return true, p.finishIntent(ctx, claim)
+		// The PV is there; the binder will bind it. Only the journal entry or legacy intent may be left to release.
+		return true, p.finishProvisioning(ctx, claim)
 	}
 	return false, nil
 }
@@ -177,7 +177,7 @@ func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeC
 		return "", false, nil
 	}
 	// Under --node-deployment the selected node is this one, which exists while it runs: a missed cache entry
-	// must not hand the claim (and an intent, which only this node would finish) back to the scheduler.
+	// must not hand the claim (and its journal entry, which only this node would finish) back to the scheduler.
 	if selectedNode != "" && p.cfg.NodeName == "" {
 		gone, err := p.nodeGone(ctx, selectedNode)
 		if err != nil {
@@ -190,7 +190,7 @@ func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeC
 	return selectedNode, true, nil
 }
 
-// provision runs the create path: plan, persist intent, protect the source, CreateVolume, create the PV, release.
+// provision runs the create path: plan, record the journal entry, protect the source, CreateVolume, create the PV, release.
 func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, volName, selectedNode string) (err error) {
 	start := time.Now()
 	src := sourceOf(claim)
@@ -210,7 +210,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
 		return err
 	}
-	if !hasIntent(claim) {
+	if !hasLegacyIntent(claim) {
 		// Persisted, and acknowledged, before CreateVolume; amortized over the claims in flight (journal.go).
 		if err := p.recordEntry(ctx, claim, plan, volName); err != nil {
 			return err
@@ -240,7 +240,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 	logger := klog.FromContext(ctx)
 	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
 	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
-	return p.finishIntent(ctx, claim)
+	return p.finishProvisioning(ctx, claim)
 }
 
 // createFailed handles a failed CreateVolume: a claim whose selected node has no room goes back to the
@@ -263,7 +263,7 @@ func (p *Provisioner) createFailed(ctx context.Context, claim *v1.PersistentVolu
 	if isCode(err, codes.InvalidArgument) {
 		return slow(fmt.Errorf("CreateVolume: %w", err))
 	}
-	// The intent stays: after a timeout the volume may still appear, and a final error now does not prove
+	// The journal entry stays: after a timeout the volume may still appear, and a final error now does not prove
 	// that an earlier timed-out call made nothing.
 	return fmt.Errorf("CreateVolume: %w", err)
 }
@@ -311,16 +311,16 @@ func (p *Provisioner) createPV(ctx context.Context, claim *v1.PersistentVolumeCl
 	return nil
 }
 
-// finishIntent drops the claim's entry from the intent record (with the record's next write: no write of its
+// finishProvisioning drops the claim's entry from the journal (with the record's next write: no write of its
 // own), releases a legacy intent finalizer an older Stowage wrote (one claim Update), and then the source
 // protection.
-func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+func (p *Provisioner) finishProvisioning(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
 	_, journaled := p.entry(claim.UID)
-	if !journaled && !hasIntent(claim) {
+	if !journaled && !hasLegacyIntent(claim) {
 		return nil
 	}
-	if hasIntent(claim) {
-		if _, err := p.releaseIntent(ctx, claim); err != nil {
+	if hasLegacyIntent(claim) {
+		if _, err := p.releaseLegacyIntent(ctx, claim); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -339,7 +339,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 	logger := klog.FromContext(ctx)
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); err == nil {
 		// The PV records the volume; its reclaim policy decides its fate once the binder releases it.
-		return p.finishIntent(ctx, claim)
+		return p.finishProvisioning(ctx, claim)
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get PV %s: %w", volName, err)
 	}
@@ -384,7 +384,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 		}
 		logger.Info("Deleted the volume of a claim deleted during provisioning", "volume", volName, "volumeID", id)
 	}
-	return p.finishIntent(ctx, claim)
+	return p.finishProvisioning(ctx, claim)
 }
 
 // createVolume calls CreateVolume under --timeout.
