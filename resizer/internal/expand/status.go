@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -97,16 +98,12 @@ func errorCondition(cause error) v1.PersistentVolumeClaimCondition {
 // mutate sets are the resizer's own, and repeating the whole sync instead would repeat the CSI call.
 func (h *Handler) writeStatus(ctx context.Context, pvc *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
 	claims := h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace)
-	updated, err := patch.RetryOnConflict(ctx, pvc,
+	updated, err := ownwrites.Retry(ctx, h.writes, pvc,
 		func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
 			return claims.Get(ctx, pvc.Name, metav1.GetOptions{})
 		},
 		func(ctx context.Context, cur *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-			out, err := patch.Status(ctx, claims.Patch, cur, mutate)
-			if err == nil {
-				h.writes.Wrote(cur, out)
-			}
-			return out, err
+			return patch.Status(ctx, claims.Patch, cur, mutate)
 		})
 	if err != nil {
 		return pvc, err
