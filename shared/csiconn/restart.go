@@ -240,3 +240,21 @@ func (c *Conn) checkSame(ctx context.Context, known, now driverIdentity) error {
 	c.onLoss(ctx)
 	return fmt.Errorf("CSI driver %q came back as %q or with other capabilities", known.name, now.name)
 }
+
+// StartFollowingRestarts runs FollowRestarts in the background for a sidecar's controller while this replica
+// leads, logging why it ended early (after which a lost connection ends the process, as without it). The
+// returned stop ends it and waits for it.
+func (c *Conn) StartFollowingRestarts(ctx context.Context, onBack func(context.Context)) (stop func()) {
+	followCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.FollowRestarts(followCtx, onBack); err != nil && followCtx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}

@@ -204,3 +204,24 @@ func TestFollowRestartsReportsADriverThatWasNotReadyAtTheStart(t *testing.T) {
 		t.Errorf("the driver was reported back after %d Probe calls, want a ready one after the not-ready one", n)
 	}
 }
+
+func TestStartFollowingRestartsCallsBackUntilStopped(t *testing.T) {
+	d := testutil.StartFakeCSIDriver(t, &testutil.FakeCSIDriver{Name: "d"})
+	c, _ := connect(t, d, nil)
+	back := make(chan struct{}, 4)
+	stop := c.StartFollowingRestarts(context.Background(), func(context.Context) { back <- struct{}{} })
+	testutil.Eventually(t, 30*time.Second, "StartFollowingRestarts to identify the driver", func() (bool, error) {
+		return c.following.Load() == 1, nil
+	})
+	d.Stop()
+	restart(t, d)
+	select {
+	case <-back:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the driver's return was not reported")
+	}
+	stop()
+	if n := c.following.Load(); n != 0 {
+		t.Errorf("after stop, %d FollowRestarts still running", n)
+	}
+}

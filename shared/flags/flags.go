@@ -53,6 +53,10 @@ type Defaults struct {
 	// Gates are the sidecar's own feature gates, the ones its upstream registers besides the common ones
 	// (ReleaseLeaderElectionOnExit, the logging gates, AllAlpha and AllBeta), which Register adds for all.
 	Gates []Gate
+	// Without names shared flags the binary's upstream does not have (snapshot-controller, which talks to no
+	// CSI driver, has no --csi-address, --timeout, --metrics-address or --leader-election-labels): they are
+	// not registered, so a command line that sets one fails as upstream's would, and not validated.
+	Without []string
 }
 
 // Gate is one feature gate a sidecar accepts on --feature-gates, so that an upstream manifest that sets it
@@ -101,6 +105,9 @@ type Common struct {
 	FeatureGates featuregate.MutableVersionedFeatureGate
 	// Logging is filled by -v, --vmodule, --logging-format and the other component-base logging flags.
 	Logging *logsapi.LoggingConfiguration
+
+	// without is Defaults.Without as a set.
+	without map[string]bool
 }
 
 // Register adds the shared flags to fs and returns the struct they fill when fs is parsed.
@@ -110,6 +117,10 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 		LeaderElectionLabels: Labels{},
 		FeatureGates:         featuregate.NewFeatureGate(),
 		Logging:              logsapi.NewLoggingConfiguration(),
+		without:              map[string]bool{},
+	}
+	for _, name := range d.Without {
+		c.without[name] = true
 	}
 	if err := logsapi.AddFeatureGates(c.FeatureGates); err != nil {
 		return nil, fmt.Errorf("adding logging feature gates: %w", err)
@@ -128,6 +139,18 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 		return nil, fmt.Errorf("adding feature gates: %w", err)
 	}
 
+	all := flag.NewFlagSet("", flag.ContinueOnError)
+	c.register(all, d)
+	all.VisitAll(func(f *flag.Flag) {
+		if !c.without[f.Name] {
+			fs.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	return c, nil
+}
+
+// register adds every shared flag to fs.
+func (c *Common) register(fs *flag.FlagSet, d Defaults) {
 	fs.BoolVar(&c.ShowVersion, "version", false, "Show version.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Absolute path to the kubeconfig file. Required only when running out of cluster.")
 	fs.StringVar(&c.CSIAddress, "csi-address", DefaultCSIAddress, "Address of the CSI driver socket.")
@@ -155,7 +178,6 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 	fs.Var(featureGatesValue{c.FeatureGates}, "feature-gates", "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n"+strings.Join(c.FeatureGates.KnownFeatures(), "\n"))
 
 	logsapi.AddGoFlags(c.Logging, fs)
-	return c, nil
 }
 
 // IgnoredGates returns the gates of gates that Stowage does not act on and that are set away from their default
@@ -187,7 +209,7 @@ func (c *Common) Validate() error {
 	if c.HTTPEndpoint != "" && c.MetricsAddress != "" {
 		add("only one of --metrics-address and --http-endpoint can be set")
 	}
-	if c.CSIAddress == "" {
+	if !c.without["csi-address"] && c.CSIAddress == "" {
 		add("--csi-address must not be empty")
 	}
 	if !strings.HasPrefix(c.MetricsPath, "/") {
@@ -205,7 +227,7 @@ func (c *Common) Validate() error {
 		{"--retry-interval-max", c.RetryIntervalMax},
 	}
 	for _, p := range positive {
-		if p.d <= 0 {
+		if p.d <= 0 && !c.without[strings.TrimPrefix(p.name, "--")] {
 			add("%s must be positive, got %s", p.name, p.d)
 		}
 	}

@@ -312,3 +312,33 @@ func TestParsedNotesTheRateFlags(t *testing.T) {
 		}
 	}
 }
+
+// A binary whose upstream lacks some shared flags (snapshot-controller) leaves them out: setting one fails as
+// upstream's would, and their zero values do not fail validation.
+func TestWithout(t *testing.T) {
+	fs, c := newFlags(t, Defaults{WorkerThreads: 10, Without: []string{"csi-address", "timeout", "metrics-address", "leader-election-labels"}})
+	for _, name := range []string{"csi-address", "timeout", "metrics-address", "leader-election-labels"} {
+		if fs.Lookup(name) != nil {
+			t.Errorf("--%s is registered", name)
+		}
+	}
+	if f := fs.Lookup("leader-election"); f == nil || f.DefValue != "false" {
+		t.Errorf("--leader-election = %+v, want it registered with default false", f)
+	}
+	if err := fs.Parse([]string{"--leader-election", "--worker-threads=3"}); err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if !c.LeaderElection || c.WorkerThreads != 3 {
+		t.Errorf("parsed LeaderElection=%v WorkerThreads=%d, want true 3", c.LeaderElection, c.WorkerThreads)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate without --csi-address and --timeout: %v", err)
+	}
+	if err := fs.Parse([]string{"--timeout=1s"}); err == nil {
+		t.Error("--timeout parsed, want it undefined")
+	}
+	c.WorkerThreads = 0
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--worker-threads") {
+		t.Errorf("Validate with no workers: %v, want an error naming --worker-threads", err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -140,17 +139,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	defer factory.Shutdown()
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// VolumeAttachments it interrupted are retried as soon as it is back.
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var following sync.WaitGroup
-	defer func() {
-		stopFollowing()
-		following.Wait()
-	}()
-	following.Go(func() {
-		if err := env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
-			logger.Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	defer env.CSI.StartFollowingRestarts(ctx, ctrl.DriverBack)()
 	return ctrl.Run(ctx)
 }
 

@@ -12,7 +12,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -106,8 +105,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
 	}
 	logger.Info("Caches synced, starting workers", "workers", c.cfg.Workers)
+	syncVA := c.pending.Track(workqueue.SyncCached(c.cfg.VAQueue, "volumeattachment", c.vaLister.Get, c.cfg.Handler.SyncVA))
 	var wg sync.WaitGroup
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, c.pending.Track(c.syncVA)) })
+	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.VAQueue, syncVA) })
 	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.PVQueue, c.syncPV) })
 	if c.cfg.ReconcileSync > 0 {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.reconcile, c.cfg.ReconcileSync) })
@@ -126,25 +126,6 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) DriverBack(ctx context.Context) {
 	n := c.pending.Requeue(c.cfg.VAQueue.Add)
 	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeAttachments", "count", n)
-}
-
-func (c *Controller) syncVA(ctx context.Context, name string) error {
-	va, err := c.vaLister.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("volumeattachment %s: %w", name, err)
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumeattachment", name))
-	again, err := c.cfg.Handler.SyncVA(ctx, va)
-	if err != nil {
-		return err
-	}
-	if again > 0 {
-		c.cfg.VAQueue.AddAfter(name, again)
-	}
-	return nil
 }
 
 func (c *Controller) syncPV(ctx context.Context, name string) error {
@@ -212,15 +193,8 @@ func (c *Controller) pvChanged(obj any) {
 // our own error writes, and queueing them would retry at once instead of after the backoff. A resync
 // (same resourceVersion) is always queued.
 func shouldEnqueue(old, va *storagev1.VolumeAttachment) bool {
-	if old.ResourceVersion == va.ResourceVersion {
-		return true
-	}
-	a, b := old.DeepCopy(), va.DeepCopy()
-	for _, x := range []*storagev1.VolumeAttachment{a, b} {
-		x.ResourceVersion = ""
-		x.ManagedFields = nil
+	return workqueue.ChangedBeyond(old, va, func(x *storagev1.VolumeAttachment) {
 		x.Status.AttachError = nil
 		x.Status.DetachError = nil
-	}
-	return !equality.Semantic.DeepEqual(a, b)
+	})
 }

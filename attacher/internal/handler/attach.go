@@ -76,7 +76,7 @@ func (h *CSI) attach(ctx context.Context, va *storagev1.VolumeAttachment) error 
 	if err != nil {
 		return fmt.Errorf("volumeattachment %s: marking attached: %w", va.Name, err)
 	}
-	h.tracker.wroteIfChanged(va, updated)
+	h.tracker.Wrote(va, updated)
 	h.setForced(va.Name, false)
 	logger.V(2).Info("Attached", "volumeID", handle, "nodeID", nodeID)
 	return nil
@@ -101,7 +101,7 @@ func (h *CSI) recordIntent(ctx context.Context, va *storagev1.VolumeAttachment, 
 	if err != nil {
 		return nil, fmt.Errorf("volumeattachment %s: adding finalizer %s: %w", va.Name, h.finalizer, err)
 	}
-	h.tracker.wroteIfChanged(va, updated)
+	h.tracker.Wrote(va, updated)
 	return updated, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/attacher/internal/translate"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 )
 
 // CSI is the handler for drivers with PUBLISH_UNPUBLISH_VOLUME.
@@ -16,7 +17,7 @@ type CSI struct {
 	cfg        Config
 	finalizer  string
 	translator *translate.Translator
-	tracker    *writeTracker
+	tracker    *ownwrites.Writes
 
 	mu sync.Mutex
 	// forceSync holds VolumeAttachments that Kubernetes shows attached but the driver reports detached
@@ -30,7 +31,7 @@ func NewCSI(cfg Config) *CSI {
 		cfg:        cfg,
 		finalizer:  FinalizerName(cfg.Driver),
 		translator: translate.New(cfg.Driver),
-		tracker:    newWriteTracker(),
+		tracker:    ownwrites.New(),
 		forceSync:  map[string]struct{}{},
 	}
 }
@@ -41,7 +42,7 @@ func (h *CSI) SyncVA(ctx context.Context, va *storagev1.VolumeAttachment) (time.
 	if !h.cfg.handles(va) {
 		return 0, nil
 	}
-	if h.tracker.stale(va) {
+	if h.tracker.Stale(va) {
 		return staleRetry, nil
 	}
 	if va.DeletionTimestamp != nil {
@@ -52,7 +53,7 @@ func (h *CSI) SyncVA(ctx context.Context, va *storagev1.VolumeAttachment) (time.
 
 // Forget drops what the handler remembers about a VolumeAttachment that is gone.
 func (h *CSI) Forget(name string, uid types.UID) {
-	h.tracker.forget(uid)
+	h.tracker.Forget(uid)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.forceSync, name)

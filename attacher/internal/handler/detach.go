@@ -94,7 +94,7 @@ func (h *CSI) releaseFinalizer(ctx context.Context, va *storagev1.VolumeAttachme
 		return fmt.Errorf("volumeattachment %s: removing finalizer %s: %w", va.Name, h.finalizer, err)
 	}
 	// Whatever version the cache holds now, it is one the removal replaced (or the object is gone).
-	h.tracker.wrote(va.UID, va.ResourceVersion)
+	h.tracker.Superseded(va.UID, va.ResourceVersion)
 	return nil
 }
 

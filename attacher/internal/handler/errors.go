@@ -9,6 +9,7 @@ import (
 
 	"github.com/stowage-csi/stowage/attacher/internal/csiattach"
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -16,7 +17,7 @@ import (
 // that fails the same way as the last one writes nothing: the status already says so, and upstream's
 // write per failed try is pure API load. A failure to write is logged; the caller's error still drives
 // the backoff.
-func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *storagev1.VolumeAttachment, field string, current *storagev1.VolumeError, cause error) {
+func recordError(ctx context.Context, cfg *Config, tracker *ownwrites.Writes, va *storagev1.VolumeAttachment, field string, current *storagev1.VolumeError, cause error) {
 	logger := klog.FromContext(ctx).WithValues("volumeattachment", va.Name)
 	logger.Error(cause, "Operation failed", "field", field, "final", csiconn.IsFinal(cause))
 	volErr := &storagev1.VolumeError{Time: metav1.NewTime(cfg.now()), Message: cause.Error()}
@@ -38,7 +39,7 @@ func recordError(ctx context.Context, cfg *Config, tracker *writeTracker, va *st
 		logger.Error(err, "Writing status", "field", field)
 		return
 	}
-	tracker.wroteIfChanged(va, updated)
+	tracker.Wrote(va, updated)
 }
 
 func equalCode(a, b *int32) bool {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -17,12 +18,12 @@ import (
 // VolumeAttachment is marked attached in one status write, with no finalizer, and deletion needs nothing.
 type Trivial struct {
 	cfg     Config
-	tracker *writeTracker
+	tracker *ownwrites.Writes
 }
 
 // NewTrivial returns the trivial handler.
 func NewTrivial(cfg Config) *Trivial {
-	return &Trivial{cfg: cfg, tracker: newWriteTracker()}
+	return &Trivial{cfg: cfg, tracker: ownwrites.New()}
 }
 
 // SyncVA marks va attached.
@@ -30,7 +31,7 @@ func (h *Trivial) SyncVA(ctx context.Context, va *storagev1.VolumeAttachment) (t
 	if !h.cfg.handles(va) || va.DeletionTimestamp != nil || va.Status.Attached {
 		return 0, nil
 	}
-	if h.tracker.stale(va) {
+	if h.tracker.Stale(va) {
 		return staleRetry, nil
 	}
 	updated, err := patch.Status(ctx, h.cfg.Client.StorageV1().VolumeAttachments().Patch, va, func(v *storagev1.VolumeAttachment) {
@@ -39,7 +40,7 @@ func (h *Trivial) SyncVA(ctx context.Context, va *storagev1.VolumeAttachment) (t
 	if err != nil {
 		return 0, fmt.Errorf("volumeattachment %s: marking attached: %w", va.Name, err)
 	}
-	h.tracker.wroteIfChanged(va, updated)
+	h.tracker.Wrote(va, updated)
 	klog.FromContext(ctx).V(2).Info("Marked attached", "volumeattachment", va.Name)
 	return 0, nil
 }
@@ -51,4 +52,4 @@ func (h *Trivial) SyncPV(context.Context, *v1.PersistentVolume) error { return n
 func (h *Trivial) Reconcile(context.Context) ([]string, error) { return nil, nil }
 
 // Forget drops what the handler remembers about a VolumeAttachment that is gone.
-func (h *Trivial) Forget(_ string, uid types.UID) { h.tracker.forget(uid) }
+func (h *Trivial) Forget(_ string, uid types.UID) { h.tracker.Forget(uid) }

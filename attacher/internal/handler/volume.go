@@ -10,8 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 )
 
 // volume is what a VolumeAttachment's source resolves to.
@@ -110,16 +111,9 @@ func (h *CSI) nodeIDForDetach(va *storagev1.VolumeAttachment) (string, error) {
 // secrets reads the controller-publish secret with a direct GET (no cluster-wide Secret informer, so the
 // attacher needs "get" on Secrets only).
 func (h *CSI) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	secret, err := h.cfg.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := kubeclient.CSISecrets(ctx, h.cfg.Client, ref)
 	if err != nil {
-		return nil, fmt.Errorf("controllerPublishSecretRef: secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	out := make(map[string]string, len(secret.Data))
-	for k, v := range secret.Data {
-		out[k] = string(v)
+		return nil, fmt.Errorf("controllerPublishSecretRef: %w", err)
 	}
 	return out, nil
 }

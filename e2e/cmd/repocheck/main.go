@@ -1,4 +1,5 @@
-// Command repocheck fails when the repository tracks a build output: a file over 1 MiB or an ELF binary.
+// Command repocheck fails when the repository tracks a build output (a file over 1 MiB or an ELF binary) or a
+// production function over 80 lines.
 // `make lint` runs it from the repository root.
 package main
 
@@ -22,7 +23,15 @@ func main() {
 	for _, f := range findings {
 		fmt.Fprintln(os.Stderr, "repocheck: tracked file must not be:", f)
 	}
-	if len(findings) > 0 {
+	long, err := repocheck.LongFunctions(context.Background(), *root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "repocheck:", err)
+		os.Exit(2)
+	}
+	for _, f := range long {
+		fmt.Fprintln(os.Stderr, "repocheck:", f)
+	}
+	if len(findings)+len(long) > 0 {
 		os.Exit(1)
 	}
 }

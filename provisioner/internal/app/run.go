@@ -10,11 +10,9 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	storageinformers "k8s.io/client-go/informers/storage/v1"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/klog/v2"
@@ -53,7 +51,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	// The intent record a predecessor (this replica before a kill, or another leader) left: its claims are
+	// The journal a predecessor (this replica before a kill, or another leader) left: its claims are
 	// finished or undone like any other once the caches have synced.
 	journal := newJournal(d)
 	recovered, err := journal.Load(ctx)
@@ -79,7 +77,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 			return fmt.Errorf("informer cache for %v did not sync", typ)
 		}
 	}
-	klog.FromContext(ctx).Info("Caches synced, provisioning", "intentRecord", journal.Name(), "recoveredClaims", len(recovered))
+	klog.FromContext(ctx).Info("Caches synced, provisioning", "journal", journal.Name(), "recoveredClaims", len(recovered))
 	var wg sync.WaitGroup
 	// The record is written until the workers are done: Run drains them after ctx ends, and what they cleared
 	// is flushed last.
@@ -92,12 +90,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	}
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// claims and volumes it interrupted are retried as soon as it is back.
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	wg.Go(func() {
-		if err := d.env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	stopFollowing := d.env.CSI.StartFollowingRestarts(ctx, ctrl.DriverBack)
 	ctrl.Run(ctx)
 	stopFollowing()
 	flushCtx, cancelFlush := context.WithTimeout(journalCtx, 5*time.Second)
@@ -108,7 +101,7 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	return nil
 }
 
-// newJournal is the intent record of this provisioner identity: a Lease next to the leader election one (the
+// newJournal is the journal of this provisioner identity: a Lease next to the leader election one (the
 // namespace upstream's RBAC grants leases in), one per node under --node-deployment.
 func newJournal(d leaderDeps) *provision.Journal {
 	ns := leaderelection.ResolveNamespace(d.env.Flags.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile)
@@ -151,7 +144,7 @@ func (d leaderDeps) readAttributesClasses(ctx context.Context) (vacUse, error) {
 		logger.Info("VolumeAttributesClass feature gate is off: VolumeAttributesClasses are not read and claims' spec.volumeAttributesClassName is ignored")
 		return vacUse{}, nil
 	}
-	served, err := hasResource(d.kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	served, err := kubeclient.HasResource(d.kube.Discovery(), "storage.k8s.io/v1", "volumeattributesclasses")
 	if err != nil {
 		return vacUse{}, err
 	}
@@ -237,23 +230,4 @@ func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *pro
 	}, p, controller.Informers{
 		Claims: c.claims.Informer(), Volumes: c.volumes.Informer(), Classes: c.classes.Informer(), Attachments: c.attachments.Informer(),
 	}, queues)
-}
-
-// hasResource reports whether the API server serves resource in groupVersion. A group version the server does
-// not know is "not served"; any other discovery failure is an error, so a flaky API server cannot quietly turn
-// a feature off.
-func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
-	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }

@@ -137,7 +137,7 @@ func (c *Controller) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// EnqueueClaims queues the claims namespace/name of keys: those of the intent record a previous process left,
+// EnqueueClaims queues the claims namespace/name of keys: those of the journal a previous process left,
 // which are finished or undone like any other claim.
 func (c *Controller) EnqueueClaims(keys []string) {
 	for _, k := range keys {

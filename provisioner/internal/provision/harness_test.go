@@ -37,7 +37,7 @@ type harness struct {
 	journal *Journal
 }
 
-// The intent record's place in the harness.
+// The journal's place in the harness.
 const (
 	journalNS   = "kube-system"
 	journalName = "test-csi-example-com-intents"
@@ -163,7 +163,7 @@ func (h *harness) actions() []string {
 
 // leaseEntries reads the entries the record's Lease holds on the (fake) API server, after writing what is
 // pending.
-func (h *harness) leaseEntries(t *testing.T) map[types.UID]intentEntry {
+func (h *harness) leaseEntries(t *testing.T) map[types.UID]journalEntry {
 	t.Helper()
 	h.journal.Flush(context.Background())
 	lease, err := h.kube.CoordinationV1().Leases(journalNS).Get(context.Background(), journalName, metav1.GetOptions{})

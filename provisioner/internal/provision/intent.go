@@ -8,14 +8,14 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// The intent finalizer and annotation on claims are what Stowage before the intent record (journal.go) wrote.
+// The intent finalizer and annotation on claims are what Stowage before the journal (journal.go) wrote.
 // They are no longer written, only read and released, so a claim an older Stowage was provisioning when it was
 // upgraded is finished or undone as it would have been. Claim writes are Updates guarded by the resourceVersion
 // read (see updateObject); a release that meets 409 Conflict (the binder wrote the claim meanwhile) is retried by
 // the queue from the newer copy.
 
-// hasIntent reports whether the claim carries an older Stowage's persisted "volume may exist" state.
-func hasIntent(claim *v1.PersistentVolumeClaim) bool {
+// hasLegacyIntent reports whether the claim carries an older Stowage's persisted "volume may exist" state.
+func hasLegacyIntent(claim *v1.PersistentVolumeClaim) bool {
 	return slices.Contains(claim.Finalizers, IntentKey)
 }
 
@@ -29,9 +29,9 @@ func (p *Provisioner) mutateClaim(ctx context.Context, claim *v1.PersistentVolum
 	return out, nil
 }
 
-// releaseIntent drops the intent finalizer and annotation in one request and returns the claim as the server has
+// releaseLegacyIntent drops the intent finalizer and annotation in one request and returns the claim as the server has
 // it now.
-func (p *Provisioner) releaseIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
+func (p *Provisioner) releaseLegacyIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
 	return p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 		c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
 		delete(c.Annotations, IntentKey)

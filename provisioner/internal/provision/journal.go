@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// The intent journal is how the provisioner keeps its leak guarantee without writing to each claim: before the
+// The journal is how the provisioner keeps its leak guarantee without writing to each claim: before the
 // first CreateVolume of a claim, an entry for it (claim UID, namespace/name, volume name, and the request a later
 // clean-up repeats to learn the volume's ID) is in a Lease of the provisioner's own, and it leaves that Lease
 // only once the PV records the volume or the volume is deleted. Entries are written in batches (group commit):
@@ -38,8 +38,8 @@ const journalAnnPrefix = "intent.provisioner.stowage-csi.io/"
 // A claim that would overflow it waits (its sync fails and is retried) until entries are cleared.
 const maxJournalBytes = 200 << 10
 
-// intentEntry is one claim whose volume may exist in the driver with no PV recording it.
-type intentEntry struct {
+// journalEntry is one claim whose volume may exist in the driver with no PV recording it.
+type journalEntry struct {
 	UID       types.UID `json:"-"`
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
@@ -56,7 +56,7 @@ type intentEntry struct {
 	SourceName string     `json:"sourceName,omitempty"`
 }
 
-func (e intentEntry) encode() (string, error) {
+func (e journalEntry) encode() (string, error) {
 	b, err := json.Marshal(e)
 	return string(b), err
 }
@@ -91,14 +91,14 @@ func JournalName(lockName, nodeName string) string {
 	return strings.TrimRight(name, "-.")
 }
 
-// Journal is the intent record of one provisioner identity. Its methods are safe for concurrent use; Run writes.
+// Journal is the journal of one provisioner identity. Its methods are safe for concurrent use; Run writes.
 type Journal struct {
 	cfg    JournalConfig
 	leases LeaseClient
 
 	mu sync.Mutex
 	// entries are what the Lease holds as of the last read or write: this process's entries and a predecessor's.
-	entries map[types.UID]intentEntry
+	entries map[types.UID]journalEntry
 	// adds wait for the next write; each waiter gets that write's result.
 	adds    map[types.UID]string
 	waiters []chan error
@@ -116,7 +116,7 @@ type Journal struct {
 func NewJournal(leases LeaseClient, cfg JournalConfig) *Journal {
 	return &Journal{
 		cfg: cfg, leases: leases,
-		entries: map[types.UID]intentEntry{}, adds: map[types.UID]string{}, removes: map[types.UID]bool{},
+		entries: map[types.UID]journalEntry{}, adds: map[types.UID]string{}, removes: map[types.UID]bool{},
 		kick: make(chan struct{}, 1),
 	}
 }
@@ -132,7 +132,7 @@ func (j *Journal) Load(ctx context.Context) ([]string, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read intent record Lease %s: %w", j.cfg.Name, err)
+		return nil, fmt.Errorf("read journal Lease %s: %w", j.cfg.Name, err)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -145,17 +145,17 @@ func (j *Journal) Load(ctx context.Context) ([]string, error) {
 	return keys, nil
 }
 
-func parseEntries(logger klog.Logger, lease *coordinationv1.Lease) map[types.UID]intentEntry {
-	out := map[types.UID]intentEntry{}
+func parseEntries(logger klog.Logger, lease *coordinationv1.Lease) map[types.UID]journalEntry {
+	out := map[types.UID]journalEntry{}
 	for k, v := range lease.Annotations {
 		uid, ok := strings.CutPrefix(k, journalAnnPrefix)
 		if !ok {
 			continue
 		}
-		var e intentEntry
+		var e journalEntry
 		if err := json.Unmarshal([]byte(v), &e); err != nil || e.Volume == "" || e.Name == "" {
 			// Kept in the Lease (never cleared by us): a human can read what it was.
-			logger.Error(err, "Unreadable intent record entry, ignored", "lease", lease.Name, "key", k)
+			logger.Error(err, "Unreadable journal entry, ignored", "lease", lease.Name, "key", k)
 			continue
 		}
 		e.UID = types.UID(uid)
@@ -165,21 +165,21 @@ func parseEntries(logger klog.Logger, lease *coordinationv1.Lease) map[types.UID
 }
 
 // Entry returns the entry of the claim with uid, if the Lease holds one.
-func (j *Journal) Entry(uid types.UID) (intentEntry, bool) {
+func (j *Journal) Entry(uid types.UID) (journalEntry, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.removes[uid] {
-		return intentEntry{}, false
+		return journalEntry{}, false
 	}
 	e, ok := j.entries[uid]
 	return e, ok
 }
 
 // ForClaim returns the entries of claims named namespace/name (a claim and earlier ones of the same name).
-func (j *Journal) ForClaim(namespace, name string) []intentEntry {
+func (j *Journal) ForClaim(namespace, name string) []journalEntry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var out []intentEntry
+	var out []journalEntry
 	for uid, e := range j.entries {
 		if e.Namespace == namespace && e.Name == name && !j.removes[uid] {
 			out = append(out, e)
@@ -203,10 +203,10 @@ func (j *Journal) usersOf(namespace string, kind sourceKind, name string) []type
 
 // Record makes sure the Lease holds e, and returns once the API server has acknowledged the write that put it
 // there: only then may CreateVolume run. An entry the Lease already holds unchanged costs nothing.
-func (j *Journal) Record(ctx context.Context, e intentEntry) error {
+func (j *Journal) Record(ctx context.Context, e journalEntry) error {
 	val, err := e.encode()
 	if err != nil {
-		return fmt.Errorf("encode intent record entry: %w", err)
+		return fmt.Errorf("encode journal entry: %w", err)
 	}
 	j.mu.Lock()
 	if cur, ok := j.entries[e.UID]; ok && !j.removes[e.UID] {
@@ -217,7 +217,7 @@ func (j *Journal) Record(ctx context.Context, e intentEntry) error {
 	}
 	if size := j.sizeLocked() + len(val); size > maxJournalBytes {
 		j.mu.Unlock()
-		return fmt.Errorf("intent record Lease %s is full (%d bytes of entries): waiting for claims in flight to finish", j.cfg.Name, size)
+		return fmt.Errorf("journal Lease %s is full (%d bytes of entries): waiting for claims in flight to finish", j.cfg.Name, size)
 	}
 	delete(j.removes, e.UID)
 	j.adds[e.UID] = val
@@ -331,7 +331,7 @@ func (j *Journal) Flush(ctx context.Context) {
 			delete(j.removes, uid)
 		}
 	} else {
-		klog.FromContext(ctx).Error(err, "Writing the intent record failed", "lease", j.cfg.Name, "adds", len(adds), "removes", len(removes))
+		klog.FromContext(ctx).Error(err, "Writing the journal failed", "lease", j.cfg.Name, "adds", len(adds), "removes", len(removes))
 		// Removals are retried with the next write; the adds' waiters return the error and retry themselves.
 		if len(j.removes) > 0 && !j.clearArmed && j.cfg.ClearAfter > 0 {
 			j.clearArmed = true
@@ -357,7 +357,7 @@ func (j *Journal) write(ctx context.Context, adds map[types.UID]string, removes 
 			if apierrors.IsNotFound(err) {
 				lease = nil
 			} else if err != nil {
-				return fmt.Errorf("read intent record Lease %s: %w", j.cfg.Name, err)
+				return fmt.Errorf("read journal Lease %s: %w", j.cfg.Name, err)
 			}
 		}
 		var out *coordinationv1.Lease
@@ -382,7 +382,7 @@ func (j *Journal) write(ctx context.Context, adds map[types.UID]string, removes 
 			return nil
 		}
 		if (!apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err)) || attempt >= 4 {
-			return fmt.Errorf("write intent record Lease %s: %w", j.cfg.Name, err)
+			return fmt.Errorf("write journal Lease %s: %w", j.cfg.Name, err)
 		}
 		// Another writer (a predecessor still finishing, or the Lease created meanwhile): re-read and re-apply.
 		lease, absent = nil, false

@@ -26,7 +26,7 @@ import (
 const upstreamWritesPerClaim = 3.1
 
 // A burst of claims synced by concurrent workers, as the controller runs them: each claim costs its PV create and
-// its 2 Events, and the intent record a few Lease writes for the whole burst (group commit), so the writes per
+// its 2 Events, and the journal a few Lease writes for the whole burst (group commit), so the writes per
 // claim stay at or under upstream's. The fake API server takes a few milliseconds per Lease write, as a real one
 // does, which is what lets the entries of a burst gather into one write.
 func TestBurstWritesPerClaimAtMostUpstreams(t *testing.T) {
@@ -94,7 +94,7 @@ func TestBurstWritesPerClaimAtMostUpstreams(t *testing.T) {
 		t.Errorf("%.3f writes per claim, more than upstream's %.1f", perClaim, upstreamWritesPerClaim)
 	}
 	if got := h.leaseEntries(t); len(got) != 0 {
-		t.Errorf("%d entries left in the intent record after every claim got its PV", len(got))
+		t.Errorf("%d entries left in the journal after every claim got its PV", len(got))
 	}
 }
 
@@ -107,7 +107,7 @@ func TestNoCreateVolumeWithoutAnAcknowledgedEntry(t *testing.T) {
 		t.Fatal("sync succeeded with the record write failing")
 	}
 	if len(h.csi.Creates) != 0 {
-		t.Errorf("CreateVolume called %d times without an acknowledged intent record entry", len(h.csi.Creates))
+		t.Errorf("CreateVolume called %d times without an acknowledged journal entry", len(h.csi.Creates))
 	}
 }
 
@@ -247,8 +247,8 @@ func TestTwoWritersKeepEachOthersEntries(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	go b.Run(ctx)
-	entry := func(id string) intentEntry {
-		return intentEntry{UID: types.UID(id), Namespace: "ns", Name: id, Volume: "pvc-" + id, Request: []byte{1}}
+	entry := func(id string) journalEntry {
+		return journalEntry{UID: types.UID(id), Namespace: "ns", Name: id, Volume: "pvc-" + id, Request: []byte{1}}
 	}
 	if err := a.Record(ctx, entry("a1")); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ const (
 )
 
 // IntentKey is the PVC finalizer and annotation (the CSI volume name) Stowage wrote before its first CreateVolume
-// until the intent record (journal.go) replaced them: a volume may exist that no PV records yet, so the claim
+// until the journal (journal.go) replaced them: a volume may exist that no PV records yet, so the claim
 // could not go before the provisioner had created the PV or deleted that volume (upstream keeps this in memory and
 // leaks on restart, kubernetes-csi/external-provisioner#486). Never written now; still read and released, so the
 // claims an older Stowage was provisioning when it was upgraded are finished or undone.

@@ -15,14 +15,14 @@ import (
 // would call its own driver for every other node's volumes.
 
 // claimOfOtherNode reports, under --node-deployment, whether the claim is another node's business: selected for
-// another node, or carrying an intent without being selected for this one. A claim no node has taken yet is
+// another node, or carrying a legacy intent without being selected for this one. A claim no node has taken yet is
 // not: it is a candidate for this node to take.
 func (p *Provisioner) claimOfOtherNode(claim *v1.PersistentVolumeClaim) bool {
 	if p.cfg.NodeName == "" {
 		return false
 	}
 	sel := claim.Annotations[annSelectedNode]
-	return sel != p.cfg.NodeName && (sel != "" || hasIntent(claim))
+	return sel != p.cfg.NodeName && (sel != "" || hasLegacyIntent(claim))
 }
 
 // volumeOnThisNode reports, under --node-deployment, whether the PV's required node affinity matches this

@@ -88,7 +88,7 @@ func TestNodeDeploymentCleansUpOnlyItsNodesClaims(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := defaultConfig()
 			cfg.NodeName = "n1"
-			claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting, func(c *v1.PersistentVolumeClaim) {
+			claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting, func(c *v1.PersistentVolumeClaim) {
 				if tc.selected != "" {
 					c.Annotations[annSelectedNode] = tc.selected
 				}

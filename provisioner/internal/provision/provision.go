@@ -20,10 +20,10 @@ import (
 )
 
 // IsOurs reports whether the claim is one this provisioner must look at: annotated for the driver, or with a
-// provisioning intent of ours (in the intent record, or the finalizer an older Stowage wrote), which must be
+// journal entry of ours (or the legacy intent finalizer an older Stowage wrote), which must be
 // finished even if the annotation went away.
 func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
-	if hasIntent(claim) || p.journaled(claim.UID) {
+	if hasLegacyIntent(claim) || p.journaled(claim.UID) {
 		return true
 	}
 	a := claim.Annotations[annStorageProvisioner]
@@ -34,12 +34,12 @@ func (p *Provisioner) IsOurs(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // ClaimSettled tells whether SyncClaim would return without a write or a CSI call for this copy of a claim of
-// ours: it is bound and not being deleted, carries no intent, has no entry in the intent record (under its UID or
+// ours: it is bound and not being deleted, carries no legacy intent, has no entry in the journal (under its UID or
 // an earlier claim's of its name), and is not restored from a snapshot (whose as-source finalizer a bound claim
 // may still have to release). The controller leaves such claims out of the claim queue, so the initial LIST of a
 // cluster's bound claims costs no queue entry, deep copy or sync each.
 func (p *Provisioner) ClaimSettled(claim *v1.PersistentVolumeClaim) bool {
-	if claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" || hasIntent(claim) || p.journaled(claim.UID) {
+	if claim.DeletionTimestamp != nil || claim.Spec.VolumeName == "" || hasLegacyIntent(claim) || p.journaled(claim.UID) {
 		return false
 	}
 	if p.Journal != nil && len(p.Journal.ForClaim(claim.Namespace, claim.Name)) > 0 {
@@ -49,7 +49,7 @@ func (p *Provisioner) ClaimSettled(claim *v1.PersistentVolumeClaim) bool {
 }
 
 // SyncClaim brings one claim to its goal: a PV for a claim that needs one, or, for a claim deleted mid-way, no
-// volume left behind. It is level-triggered: the claim's entry in the intent record (or the intent finalizer an
+// volume left behind. It is level-triggered: the claim's entry in the journal (or the legacy intent finalizer an
 // older Stowage wrote) says where a previous run (this process or one that crashed) stopped.
 func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
 	if claim == nil {
@@ -68,42 +68,63 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	entry, journaled := p.entry(claim.UID)
 	if journaled {
 		volName = entry.Volume
-	} else if v := claim.Annotations[IntentKey]; v != "" && hasIntent(claim) {
+	} else if v := claim.Annotations[IntentKey]; v != "" && hasLegacyIntent(claim) {
 		// The name a possibly earlier run (maybe with another --volume-name-prefix) sent to CreateVolume.
 		volName = v
 	}
+	if settled, err := p.settle(ctx, claim, entry, journaled, volName); settled {
+		return err
+	}
+	class, err := p.classToProvision(ctx, claim)
+	if class == nil {
+		return err
+	}
+	selectedNode, ours, err := p.placement(ctx, claim, class)
+	if !ours {
+		return err
+	}
+	return p.provision(ctx, claim, class, volName, selectedNode)
+}
 
+// settle handles a claim that needs no new volume: deleted mid-way (its volume undone or abandoned), released,
+// bound, or with its PV already made. It reports whether it handled the claim, with the result.
+func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClaim, entry journalEntry, journaled bool, volName string) (bool, error) {
 	stage := p.claimStage(claim)
 	if claim.DeletionTimestamp != nil {
 		if journaled {
-			return p.undo(ctx, entry)
+			return true, p.undo(ctx, entry)
 		}
-		if !hasIntent(claim) || stage == claimReleased {
-			return nil
+		if !hasLegacyIntent(claim) || stage == claimReleased {
+			return true, nil
 		}
-		return p.abandon(ctx, claim, volName)
+		return true, p.abandon(ctx, claim, volName)
 	}
 	if stage == claimReleased {
 		// Done here; this copy predates our last write.
-		return nil
+		return true, nil
 	}
 	if claim.Spec.VolumeName != "" {
 		// Bound (or pre-bound by the user): nothing to provision. A volume made for the claim but not the one it is
-		// bound to is undone; else drop an intent left from before the binding, or a snapshot's as-source
+		// bound to is undone; else drop a journal entry or legacy intent left from before the binding, or a snapshot's as-source
 		// finalizer another provisioner left.
 		if journaled && claim.Spec.VolumeName != entry.Volume {
-			return p.undo(ctx, entry)
+			return true, p.undo(ctx, entry)
 		}
-		if journaled || hasIntent(claim) {
-			return p.finishIntent(ctx, claim)
+		if journaled || hasLegacyIntent(claim) {
+			return true, p.finishProvisioning(ctx, claim)
 		}
-		return p.releaseLeftSnapshot(ctx, claim)
+		return true, p.releaseLeftSnapshot(ctx, claim)
 	}
 	if _, err := p.Volumes.Get(volName); err == nil || stage == claimPVCreated {
-		// The PV is there; the binder will bind it. Only the intent may be left to release.
-		return p.finishIntent(ctx, claim)
+		// The PV is there; the binder will bind it. Only the journal entry or legacy intent may be left to release.
+		return true, p.finishProvisioning(ctx, claim)
 	}
+	return false, nil
+}
 
+// classToProvision returns the claim's StorageClass when this provisioner is to make its volume now; nil, with
+// an error or not, when not (another provisioner's class, an external populator, an unsupported source).
+func (p *Provisioner) classToProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
 	className := ""
 	if claim.Spec.StorageClassName != nil {
 		className = *claim.Spec.StorageClassName
@@ -111,31 +132,38 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 	class, err := p.Classes.Get(className)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, fmt.Sprintf("storageclass.storage.k8s.io %q: %v", className, err))
-		return fmt.Errorf("get StorageClass %q: %w", className, err)
+		return nil, fmt.Errorf("get StorageClass %q: %w", className, err)
 	}
 	class, err = p.csiClass(ctx, class)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
-		return err
+		return nil, err
 	}
 	if class == nil {
-		return nil
+		return nil, nil // another provisioner's class
 	}
 	src := sourceOf(claim)
 	if src.populator != "" {
 		p.event(claim, v1.EventTypeNormal, ReasonExternalProvisioning,
 			fmt.Sprintf("Assuming an external populator will provision the volume from %s", src.populator))
-		return nil
+		return nil, nil
 	}
 	if src.otherNS != "" {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "dataSourceRef: a data source in another namespace is not supported")
-		return slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
+		return nil, slow(fmt.Errorf("cross-namespace data source %s/%s", src.otherNS, src.name))
 	}
+	return class, nil
+}
+
+// placement returns the node the volume is made for (empty for none) and whether this provisioner makes it
+// now: not before the scheduler picked a node, not for another node's claim under --node-deployment; a claim
+// whose node is gone goes back to the scheduler.
+func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (string, bool, error) {
 	selectedNode := claim.Annotations[annSelectedNode]
 	late := class.VolumeBindingMode != nil && *class.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer
 	if late && selectedNode == "" {
 		// The scheduler picks the node first.
-		return nil
+		return "", false, nil
 	}
 	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
 		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
@@ -143,26 +171,26 @@ func (p *Provisioner) SyncClaim(ctx context.Context, claim *v1.PersistentVolumeC
 		_, err := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 			metav1.SetMetaDataAnnotation(&c.ObjectMeta, annSelectedNode, p.cfg.NodeName)
 		})
-		return err
+		return "", false, err
 	}
 	if p.cfg.NodeName != "" && selectedNode != p.cfg.NodeName {
-		return nil
+		return "", false, nil
 	}
 	// Under --node-deployment the selected node is this one, which exists while it runs: a missed cache entry
-	// must not hand the claim (and an intent, which only this node would finish) back to the scheduler.
+	// must not hand the claim (and its journal entry, which only this node would finish) back to the scheduler.
 	if selectedNode != "" && p.cfg.NodeName == "" {
 		gone, err := p.nodeGone(ctx, selectedNode)
 		if err != nil {
-			return err
+			return "", false, err
 		}
 		if gone {
-			return p.rescheduleFromGoneNode(ctx, claim, selectedNode)
+			return "", false, p.rescheduleFromGoneNode(ctx, claim, selectedNode)
 		}
 	}
-	return p.provision(ctx, claim, class, volName, selectedNode)
+	return selectedNode, true, nil
 }
 
-// provision runs the create path: plan, persist intent, protect the source, CreateVolume, create the PV, release.
+// provision runs the create path: plan, record the journal entry, protect the source, CreateVolume, create the PV, release.
 func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, volName, selectedNode string) (err error) {
 	start := time.Now()
 	src := sourceOf(claim)
@@ -182,7 +210,7 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
 		return err
 	}
-	if !hasIntent(claim) {
+	if !hasLegacyIntent(claim) {
 		// Persisted, and acknowledged, before CreateVolume; amortized over the claims in flight (journal.go).
 		if err := p.recordEntry(ctx, claim, plan, volName); err != nil {
 			return err
@@ -196,31 +224,52 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 
 	resp, err := p.createVolume(ctx, plan.req)
 	if err != nil {
-		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
-		if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
-			// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
-			// made, so a legacy intent goes in the same write, and the claim's entry with the next record write.
-			if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
-				delete(c.Annotations, annSelectedNode)
-				delete(c.Annotations, IntentKey)
-				c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
-			}); perr != nil {
-				return perr
-			}
-			p.clearEntry(claim.UID)
-			return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
-		}
-		if isCode(err, codes.InvalidArgument) {
-			return slow(fmt.Errorf("CreateVolume: %w", err))
-		}
-		// The intent stays: after a timeout the volume may still appear, and a final error now does not prove
-		// that an earlier timed-out call made nothing.
-		return fmt.Errorf("CreateVolume: %w", err)
+		return p.createFailed(ctx, claim, class, selectedNode, err)
 	}
 	vol := resp.GetVolume()
 	if vol == nil || vol.VolumeId == "" {
 		return fmt.Errorf("CreateVolume for %s returned no volume ID", volName)
 	}
+	if err := p.checkCapacity(ctx, claim, plan, vol); err != nil {
+		return err
+	}
+	if err := p.createPV(ctx, claim, class, plan, vol, volName); err != nil {
+		return err
+	}
+	p.setClaimStage(claim, claimPVCreated)
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
+	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
+	return p.finishProvisioning(ctx, claim)
+}
+
+// createFailed handles a failed CreateVolume: a claim whose selected node has no room goes back to the
+// scheduler, an invalid request is retried at the long interval, anything else with backoff.
+func (p *Provisioner) createFailed(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, selectedNode string, err error) error {
+	p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, "failed to provision volume with StorageClass "+class.Name+": "+err.Error())
+	if isCode(err, codes.ResourceExhausted) && selectedNode != "" && p.cfg.Capabilities.Topology {
+		// No room in the selected node's topology: hand the claim back to the scheduler. The volume was not
+		// made, so a legacy intent goes in the same write, and the claim's entry with the next record write.
+		if _, perr := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
+			delete(c.Annotations, annSelectedNode)
+			delete(c.Annotations, IntentKey)
+			c.Finalizers = slices.DeleteFunc(c.Finalizers, func(f string) bool { return f == IntentKey })
+		}); perr != nil {
+			return perr
+		}
+		p.clearEntry(claim.UID)
+		return fmt.Errorf("CreateVolume: %w; claim sent back to the scheduler", err)
+	}
+	if isCode(err, codes.InvalidArgument) {
+		return slow(fmt.Errorf("CreateVolume: %w", err))
+	}
+	// The journal entry stays: after a timeout the volume may still appear, and a final error now does not prove
+	// that an earlier timed-out call made nothing.
+	return fmt.Errorf("CreateVolume: %w", err)
+}
+
+// checkCapacity deletes a volume the driver made smaller than requested, and says so.
+func (p *Provisioner) checkCapacity(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, vol *csi.Volume) error {
 	if vol.CapacityBytes != 0 && vol.CapacityBytes < plan.req.CapacityRange.RequiredBytes {
 		if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
 			return fmt.Errorf("driver made volume %s smaller (%d) than requested (%d), and deleting it failed: %w", vol.VolumeId, vol.CapacityBytes, plan.req.CapacityRange.RequiredBytes, derr)
@@ -229,10 +278,16 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, err.Error())
 		return err
 	}
+	return nil
+}
 
+// createPV creates the claim's PV (in the in-tree plugin's form for a migrated class); one that already exists
+// for this claim, from an earlier run, will do.
+func (p *Provisioner) createPV(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, plan *createPlan, vol *csi.Volume, volName string) error {
 	pv := p.buildPV(claim, class, plan, vol, volName)
 	if p.migrating(class) {
 		// As upstream: a migrated claim's PV is written in the in-tree plugin's form.
+		var err error
 		if pv, err = p.inTreePV(pv); err != nil {
 			if derr := p.deleteVolume(ctx, vol.VolumeId, plan.req.Secrets); derr != nil {
 				return fmt.Errorf("%w; deleting volume %s failed: %w", err, vol.VolumeId, derr)
@@ -253,23 +308,19 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 			return slow(fmt.Errorf("PV %s already exists and belongs to another claim", volName))
 		}
 	}
-	p.setClaimStage(claim, claimPVCreated)
-	logger := klog.FromContext(ctx)
-	logger.V(2).Info("Provisioned volume", "pv", volName, "volumeID", vol.VolumeId)
-	p.event(claim, v1.EventTypeNormal, ReasonProvisioningSucceeded, fmt.Sprintf("Successfully provisioned volume %s", volName))
-	return p.finishIntent(ctx, claim)
+	return nil
 }
 
-// finishIntent drops the claim's entry from the intent record (with the record's next write: no write of its
+// finishProvisioning drops the claim's entry from the journal (with the record's next write: no write of its
 // own), releases a legacy intent finalizer an older Stowage wrote (one claim Update), and then the source
 // protection.
-func (p *Provisioner) finishIntent(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
+func (p *Provisioner) finishProvisioning(ctx context.Context, claim *v1.PersistentVolumeClaim) error {
 	_, journaled := p.entry(claim.UID)
-	if !journaled && !hasIntent(claim) {
+	if !journaled && !hasLegacyIntent(claim) {
 		return nil
 	}
-	if hasIntent(claim) {
-		if _, err := p.releaseIntent(ctx, claim); err != nil {
+	if hasLegacyIntent(claim) {
+		if _, err := p.releaseLegacyIntent(ctx, claim); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil
 			}
@@ -288,7 +339,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 	logger := klog.FromContext(ctx)
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Get(ctx, volName, metav1.GetOptions{}); err == nil {
 		// The PV records the volume; its reclaim policy decides its fate once the binder releases it.
-		return p.finishIntent(ctx, claim)
+		return p.finishProvisioning(ctx, claim)
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get PV %s: %w", volName, err)
 	}
@@ -333,7 +384,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 		}
 		logger.Info("Deleted the volume of a claim deleted during provisioning", "volume", volName, "volumeID", id)
 	}
-	return p.finishIntent(ctx, claim)
+	return p.finishProvisioning(ctx, claim)
 }
 
 // createVolume calls CreateVolume under --timeout.

@@ -21,7 +21,7 @@ const uid = "6c3a0e3e-1111-4e2b-9a61-0d6a7f5e0001"
 
 var volName = "pvc-" + uid
 
-func withIntent(c *v1.PersistentVolumeClaim) {
+func withLegacyIntent(c *v1.PersistentVolumeClaim) {
 	c.Finalizers = append(c.Finalizers, IntentKey)
 	c.Annotations[IntentKey] = "pvc-" + string(c.UID)
 }
@@ -31,7 +31,7 @@ func deleting(c *v1.PersistentVolumeClaim) {
 	c.DeletionTimestamp = &now
 }
 
-// recorded is a setup that leaves the claim's entry in the intent record, as a sync that timed out in
+// recorded is a setup that leaves the claim's entry in the journal, as a sync that timed out in
 // CreateVolume does (the driver made no volume), and forgets that sync's requests.
 func recorded(claim *v1.PersistentVolumeClaim) func(*harness) {
 	return func(h *harness) {
@@ -61,7 +61,7 @@ func TestSyncClaim(t *testing.T) {
 		// wantCreates/wantDeletes count CSI calls; wantVolumes is what the driver holds after.
 		wantCreates, wantDeletes, wantVolumes int
 		// wantIntent: the legacy intent (finalizer and annotation) on the claim; wantEntry: the claim's entry in
-		// the intent record.
+		// the journal.
 		wantIntent, wantEntry bool
 		wantErr, wantSlow     bool
 		wantEvent             []string
@@ -155,13 +155,13 @@ func TestSyncClaim(t *testing.T) {
 		},
 		{
 			name:        "legacy intent of an older Stowage, retried after a timeout: finished and released",
-			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent),
 			wantAct:     []string{"create persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1, wantVolumes: 1,
 		},
 		{
 			name:  "legacy intent, deleted during provisioning, volume exists: re-create by name to learn its ID, delete it, release",
-			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting),
 			setup: func(h *harness) { h.csi.Put(volName) },
 			wantAct: []string{
 				"get persistentvolumes", "update persistentvolumeclaims",
@@ -170,21 +170,21 @@ func TestSyncClaim(t *testing.T) {
 		},
 		{
 			name:        "legacy intent, deleted during provisioning, driver says final error: no volume to delete, release",
-			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.InvalidArgument) },
 			wantAct:     []string{"get persistentvolumes", "update persistentvolumeclaims"},
 			wantCreates: 1,
 		},
 		{
 			name:        "legacy intent, deleted during provisioning, driver still busy: keep the intent and retry",
-			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			claim:       testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting),
 			setup:       func(h *harness) { h.csi.CreateErr = testutil.Code(codes.Aborted) },
 			wantAct:     []string{"get persistentvolumes"},
 			wantCreates: 1, wantIntent: true, wantErr: true,
 		},
 		{
 			name:    "legacy intent, deleted after the PV was made: only release, the PV's reclaim policy handles the volume",
-			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting),
+			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
 			wantAct: []string{"get persistentvolumes", "update persistentvolumeclaims"},
 		},
@@ -220,7 +220,7 @@ func TestSyncClaim(t *testing.T) {
 		},
 		{
 			name:    "PV already exists: release a leftover legacy intent only",
-			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent),
+			claim:   testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent),
 			objs:    []runtime.Object{&v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volName}}},
 			wantAct: []string{"update persistentvolumeclaims"},
 		},
@@ -255,14 +255,14 @@ func TestSyncClaim(t *testing.T) {
 					len(h.csi.Creates), len(h.csi.Deletes), h.csi.Count(), tc.wantCreates, tc.wantDeletes, tc.wantVolumes)
 			}
 			got := h.claim(t, "ns", "data")
-			if hasIntent(got) != tc.wantIntent || (got.Annotations[IntentKey] != "") != tc.wantIntent {
+			if hasLegacyIntent(got) != tc.wantIntent || (got.Annotations[IntentKey] != "") != tc.wantIntent {
 				t.Errorf("intent finalizer %v annotation %q, want intent %v", got.Finalizers, got.Annotations[IntentKey], tc.wantIntent)
 			}
 			if !slices.Contains(got.Finalizers, "kubernetes.io/pvc-protection") {
 				t.Errorf("other finalizers lost: %v", got.Finalizers)
 			}
 			if _, ok := h.leaseEntries(t)[uid]; ok != tc.wantEntry {
-				t.Errorf("intent record entry after the sync: %v, want %v", ok, tc.wantEntry)
+				t.Errorf("journal entry after the sync: %v, want %v", ok, tc.wantEntry)
 			}
 			ev := h.events()
 			for _, want := range tc.wantEvent {
@@ -401,10 +401,10 @@ func TestResourceExhaustedReschedulesInOneWrite(t *testing.T) {
 		t.Errorf("actions %q, want %q (record entry, then one reschedule update)", got, want)
 	}
 	if _, ok := h.leaseEntries(t)[uid]; ok {
-		t.Error("entry left in the intent record for a volume the driver did not make")
+		t.Error("entry left in the journal for a volume the driver did not make")
 	}
 	got := h.claim(t, "ns", "data")
-	if _, ok := got.Annotations[annSelectedNode]; ok || hasIntent(got) {
+	if _, ok := got.Annotations[annSelectedNode]; ok || hasLegacyIntent(got) {
 		t.Errorf("selected node or intent left: %v %v", got.Annotations, got.Finalizers)
 	}
 }
@@ -495,7 +495,7 @@ func TestSyncClaimStaleCopiesDoNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := claim.DeepCopy()
-	withIntent(stale)
+	withLegacyIntent(stale)
 	for _, c := range []*v1.PersistentVolumeClaim{claim, stale} {
 		if err := h.p.SyncClaim(context.Background(), c.DeepCopy()); err != nil {
 			t.Fatal(err)
@@ -546,7 +546,7 @@ func TestNodeDeployment(t *testing.T) {
 // The recorded name wins over the one the current flags would make, so a restart with another
 // --volume-name-prefix still finds the volume an earlier run may have made.
 func TestAbandonUsesRecordedVolumeName(t *testing.T) {
-	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent, deleting, func(c *v1.PersistentVolumeClaim) {
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent, deleting, func(c *v1.PersistentVolumeClaim) {
 		c.Annotations[IntentKey] = "old-prefix-" + uid
 	})
 	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
@@ -563,7 +563,7 @@ func TestAbandonUsesRecordedVolumeName(t *testing.T) {
 // older than the stored claim. The release is an Update guarded by the resourceVersion read, so it fails with
 // 409 Conflict and changes nothing (it must not undo the binding); the retry from the bound copy releases.
 func TestIntentReleaseAfterTheBinderWrite(t *testing.T) {
-	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withIntent)
+	claim := testutil.Claim("ns", "data", uid, "fast", "1Gi", withLegacyIntent)
 	h := newHarness(t, defaultConfig(), claim, testutil.Class("fast", nil))
 	bound := h.claim(t, "ns", "data")
 	bound.Spec.VolumeName = volName
@@ -571,10 +571,10 @@ func TestIntentReleaseAfterTheBinderWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.kube.ClearActions()
-	if err := h.p.finishIntent(context.Background(), claim.DeepCopy()); !apierrors.IsConflict(err) {
+	if err := h.p.finishProvisioning(context.Background(), claim.DeepCopy()); !apierrors.IsConflict(err) {
 		t.Fatalf("release with the pre-binding copy: err %v, want a conflict", err)
 	}
-	if got := h.claim(t, "ns", "data"); !hasIntent(got) || got.Spec.VolumeName != volName {
+	if got := h.claim(t, "ns", "data"); !hasLegacyIntent(got) || got.Spec.VolumeName != volName {
 		t.Fatalf("the stale release changed the claim: finalizers %v, volumeName %q", got.Finalizers, got.Spec.VolumeName)
 	}
 	if h.p.claimStage(claim) == claimReleased {

@@ -79,7 +79,7 @@ type Deps struct {
 	Attachments storagelisters.VolumeAttachmentLister
 	Recorder    record.EventRecorder
 	Metrics     *metrics.Metrics
-	// Journal is the intent record (journal.go); provisioning refuses to call CreateVolume without one.
+	// Journal is the journal (journal.go); provisioning refuses to call CreateVolume without one.
 	Journal *Journal
 }
 
@@ -98,8 +98,8 @@ type Provisioner struct {
 	// deleted remembers, by PV name, PVs whose volume DeleteVolume already removed, so the informer events
 	// caused by our own PV writes never lead to a second DeleteVolume
 	// (kubernetes-csi/external-provisioner#1235). claimDone remembers, by "namespace/name", claims whose PV this
-	// process created and whose intent it released, so that the informer's stale copies (still showing the
-	// intent, or no PV yet) neither repeat CreateVolume nor the release.
+	// process created and whose journal entry or legacy intent it released, so that the informer's stale copies (still
+	// showing the legacy intent, or no PV yet) neither repeat CreateVolume nor the release.
 	//
 	// An entry may go only when no worker can still be handed a copy of its object: the controller calls Forget
 	// and ForgetClaim from the worker that owns the key, after the lister no longer has the object. The informer's

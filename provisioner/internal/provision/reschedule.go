@@ -36,8 +36,8 @@ func (p *Provisioner) nodeGone(ctx context.Context, name string) (bool, error) {
 
 // rescheduleFromGoneNode hands a claim whose selected Node was deleted back to the scheduler, as upstream does:
 // it drops volume.kubernetes.io/selected-node (one resourceVersion-guarded Update) so the scheduler picks a Node
-// that exists, instead of the provisioner failing on the missing Node forever. An intent is kept: an earlier
-// CreateVolume for the old Node may have made the volume, and the intent is what finds it again.
+// that exists, instead of the provisioner failing on the missing Node forever. The journal entry (or legacy
+// intent) is kept: an earlier CreateVolume for the old Node may have made the volume, and it is what finds it again.
 func (p *Provisioner) rescheduleFromGoneNode(ctx context.Context, claim *v1.PersistentVolumeClaim, node string) error {
 	if _, err := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 		delete(c.Annotations, annSelectedNode)

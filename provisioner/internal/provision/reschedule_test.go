@@ -26,7 +26,7 @@ func TestSelectedNodeGone(t *testing.T) {
 		wantGone       bool
 	}{
 		{name: "node deleted: selected-node dropped", wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
-		{name: "node deleted, intent recorded: selected-node dropped, intent kept", intent: true, wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
+		{name: "node deleted, journaled: selected-node dropped, intent kept", intent: true, wantAct: []string{"get nodes", "update persistentvolumeclaims"}, wantGone: true},
 		{name: "node in the cache: provisioned", nodeCached: true, wantAct: []string{"update leases", "create persistentvolumes"}},
 		{name: "node not cached yet but in the API: provisioned", nodeInAPI: true, wantAct: []string{"get nodes", "update leases", "create persistentvolumes"}},
 		{name: "node deployment: its own node is not checked", nodeDeployment: true, wantAct: []string{"update leases", "create persistentvolumes"}},
@@ -35,7 +35,7 @@ func TestSelectedNodeGone(t *testing.T) {
 			class := testutil.Class("late", nil, testutil.WaitForFirstConsumer)
 			claim := testutil.Claim("ns", "data", uid, "late", "1Gi", func(c *v1.PersistentVolumeClaim) { c.Annotations[annSelectedNode] = "n1" })
 			if tc.intent {
-				withIntent(claim)
+				withLegacyIntent(claim)
 			}
 			objs := []runtime.Object{class, claim}
 			if tc.nodeCached {
@@ -69,8 +69,8 @@ func TestSelectedNodeGone(t *testing.T) {
 			if selected || len(h.csi.Creates) != 0 {
 				t.Errorf("selected-node kept %v, CreateVolume calls %d; want it dropped and no call", selected, len(h.csi.Creates))
 			}
-			if hasIntent(got) != tc.intent || (got.Annotations[IntentKey] != "") != tc.intent {
-				t.Errorf("intent %v after the reschedule, want %v", hasIntent(got), tc.intent)
+			if hasLegacyIntent(got) != tc.intent || (got.Annotations[IntentKey] != "") != tc.intent {
+				t.Errorf("intent %v after the reschedule, want %v", hasLegacyIntent(got), tc.intent)
 			}
 			if ev := h.events(); !hasEvent(ev, "Warning", ReasonProvisioningFailed, `selected node "n1" no longer exists`) {
 				t.Errorf("events %q, want a Warning naming the gone node", ev)

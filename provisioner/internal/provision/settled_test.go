@@ -60,7 +60,7 @@ func TestVolumeSettled(t *testing.T) {
 
 // ClaimSettled lets the controller keep a claim out of the claim queue, so it must be true only where SyncClaim
 // does nothing: a settled claim gets no API request and no CSI call from SyncClaim; claims with work left (an
-// intent, an entry in the intent record under its UID or an earlier claim's, a snapshot source, deletion, no PV
+// intent, an entry in the journal under its UID or an earlier claim's, a snapshot source, deletion, no PV
 // yet) are not settled.
 func TestClaimSettled(t *testing.T) {
 	class := testutil.Class("fast", nil)
@@ -83,7 +83,7 @@ func TestClaimSettled(t *testing.T) {
 	}{
 		{name: "bound", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound), settled: true},
 		{name: "pending: it is provisioned", claim: pending},
-		{name: "bound with an intent", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound, withIntent)},
+		{name: "bound with an intent", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound, withLegacyIntent)},
 		{name: "bound, being deleted", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound, deleting)},
 		{name: "bound, from a snapshot", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound, fromSnapshot)},
 		{name: "bound, its entry in the record", claim: testutil.Claim("ns", "data", uid, "fast", "1Gi", bound), setup: recorded(pending)},

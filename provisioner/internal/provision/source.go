@@ -86,8 +86,8 @@ func (p *Provisioner) releaseSource(ctx context.Context, claim *v1.PersistentVol
 }
 
 // pendingUsers counts the claims in namespace, other than the one with UID except, that are still being
-// provisioned from the given source: not bound to a PV, and either alive or with a provisioning intent (their
-// clean-up needs the source), including entries of the intent record whose claim is gone already.
+// provisioned from the given source: not bound to a PV, and either alive or with a journal entry or legacy intent (their
+// clean-up needs the source), including entries of the journal whose claim is gone already.
 func (p *Provisioner) pendingUsers(namespace string, kind sourceKind, name string, except types.UID) (int, error) {
 	claims, err := p.Claims.PersistentVolumeClaims(namespace).List(everything)
 	if err != nil {
@@ -104,7 +104,7 @@ func (p *Provisioner) pendingUsers(namespace string, kind sourceKind, name strin
 		if s.kind != kind || s.name != name || s.otherNS != "" || c.Spec.VolumeName != "" {
 			continue
 		}
-		if c.DeletionTimestamp == nil || hasIntent(c) || p.journaled(c.UID) {
+		if c.DeletionTimestamp == nil || hasLegacyIntent(c) || p.journaled(c.UID) {
 			n++
 		}
 	}

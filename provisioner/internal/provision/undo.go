@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// The claim side of the intent record (journal.go): what goes into a claim's entry, and how an entry whose claim
+// The claim side of the journal (journal.go): what goes into a claim's entry, and how an entry whose claim
 // is gone, being deleted, or bound elsewhere is undone.
 
 func (p *Provisioner) journaled(uid types.UID) bool {
@@ -21,9 +21,9 @@ func (p *Provisioner) journaled(uid types.UID) bool {
 	return ok
 }
 
-func (p *Provisioner) entry(uid types.UID) (intentEntry, bool) {
+func (p *Provisioner) entry(uid types.UID) (journalEntry, bool) {
 	if p.Journal == nil || uid == "" {
-		return intentEntry{}, false
+		return journalEntry{}, false
 	}
 	return p.Journal.Entry(uid)
 }
@@ -34,10 +34,10 @@ func (p *Provisioner) clearEntry(uid types.UID) {
 	}
 }
 
-// recordEntry puts the claim's entry into the intent record and returns once that write is acknowledged.
+// recordEntry puts the claim's entry into the journal and returns once that write is acknowledged.
 func (p *Provisioner) recordEntry(ctx context.Context, claim *v1.PersistentVolumeClaim, plan *createPlan, volName string) error {
 	if p.Journal == nil {
-		return fmt.Errorf("no intent record: refusing to call CreateVolume for claim %s/%s", claim.Namespace, claim.Name)
+		return fmt.Errorf("no journal: refusing to call CreateVolume for claim %s/%s", claim.Namespace, claim.Name)
 	}
 	req, ok := proto.Clone(plan.req).(*csi.CreateVolumeRequest)
 	if !ok {
@@ -49,7 +49,7 @@ func (p *Provisioner) recordEntry(ctx context.Context, claim *v1.PersistentVolum
 	if err != nil {
 		return fmt.Errorf("encode the CreateVolume request of %s: %w", volName, err)
 	}
-	e := intentEntry{
+	e := journalEntry{
 		UID: claim.UID, Namespace: claim.Namespace, Name: claim.Name, Volume: volName, Request: b,
 		SourceKind: plan.source, SourceName: plan.sourceName,
 	}
@@ -57,7 +57,7 @@ func (p *Provisioner) recordEntry(ctx context.Context, claim *v1.PersistentVolum
 		e.SecretName, e.SecretNamespace = r.name, r.namespace
 	}
 	if err := p.Journal.Record(ctx, e); err != nil {
-		return fmt.Errorf("record the intent to create volume %s: %w", volName, err)
+		return fmt.Errorf("record the journal entry of volume %s: %w", volName, err)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (p *Provisioner) undoEntries(ctx context.Context, namespace, name string, k
 // entry. A PV of the volume's name records it already (its reclaim policy decides). Otherwise the recorded
 // CreateVolume request is sent again: it is idempotent, so it returns the volume's ID if the volume exists (a CSI
 // volume ID is not its name, and the first call's answer may never have arrived), and that volume is deleted.
-func (p *Provisioner) undo(ctx context.Context, e intentEntry) error {
+func (p *Provisioner) undo(ctx context.Context, e journalEntry) error {
 	logger := klog.FromContext(ctx).WithValues("claim", e.Namespace+"/"+e.Name, "claimUID", e.UID, "volume", e.Volume)
 	if _, err := p.Kube.CoreV1().PersistentVolumes().Get(ctx, e.Volume, metav1.GetOptions{}); err == nil {
 		return p.cleared(ctx, e)
@@ -99,7 +99,7 @@ func (p *Provisioner) undo(ctx context.Context, e intentEntry) error {
 	req := &csi.CreateVolumeRequest{}
 	if err := proto.Unmarshal(e.Request, req); err != nil || req.Name != e.Volume {
 		// Not ours to guess: the entry stays, for a human to read.
-		return slow(fmt.Errorf("intent record entry of claim %s/%s: unreadable CreateVolume request for %s (%v)", e.Namespace, e.Name, e.Volume, err))
+		return slow(fmt.Errorf("journal entry of claim %s/%s: unreadable CreateVolume request for %s (%v)", e.Namespace, e.Name, e.Volume, err))
 	}
 	var secrets map[string]string
 	if e.SecretName != "" {
@@ -131,7 +131,7 @@ func (p *Provisioner) undo(ctx context.Context, e intentEntry) error {
 }
 
 // cleared drops e and then the protection of the source its volume was made from, if no one else uses it.
-func (p *Provisioner) cleared(ctx context.Context, e intentEntry) error {
+func (p *Provisioner) cleared(ctx context.Context, e journalEntry) error {
 	p.clearEntry(e.UID)
 	switch e.SourceKind {
 	case sourceClone:

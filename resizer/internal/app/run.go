@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -37,20 +35,11 @@ func Prepare(ctx context.Context, env *sidecar.Env) error {
 
 // Run runs the resizer until ctx ends and returns once the workers have drained.
 func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
-	logger := klog.FromContext(ctx)
 	driver := env.DriverName
-	controllerExpands, err := chooseResizer(ctx, env)
+	csiClient := csiresize.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout)
+	resizer, err := newResizer(ctx, env, csiClient)
 	if err != nil {
 		return err
-	}
-	csiClient := csiresize.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout)
-	var resizer expand.Resizer = expand.Trivial{}
-	if controllerExpands {
-		logger.Info("Driver supports ControllerExpandVolume, using the CSI resizer")
-		resizer = expand.NewCSI(csiClient, env.Clients.Kube,
-			env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER))
-	} else {
-		logger.Info("Driver does not support ControllerExpandVolume, using the trivial resizer: the node expands volumes")
 	}
 	modifies, err := modifies(ctx, env)
 	if err != nil {
@@ -97,19 +86,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	}
 	ccfg.Expand = expand.New(ecfg)
 	if modifies {
-		ccfg.VACInformer = factory.Storage().V1().VolumeAttributesClasses()
-		ccfg.Modify = modify.New(modify.Config{
-			Driver:        driver,
-			Client:        env.Clients.Kube,
-			PVLister:      factory.Core().V1().PersistentVolumes().Lister(),
-			VACLister:     ccfg.VACInformer.Lister(),
-			CSI:           csiClient,
-			Events:        env.Events,
-			ExtraMetadata: cfg.ExtraModifyMetadata,
-			Slow:          slow.New(env.Flags.RetryIntervalMax, nil),
-		})
-		// Upstream names both queues <driver>-pvc, so their metrics collide; this one has its own name.
-		if ccfg.ModifyQueue, err = workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc-modify")); err != nil {
+		if err := addModify(env, cfg, factory, csiClient, &ccfg); err != nil {
 			return err
 		}
 	}
@@ -122,18 +99,44 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	defer factory.Shutdown()
 	// While this replica leads, a restart of the driver is followed instead of ending the process, and the
 	// expansions and modifications it interrupted are retried as soon as it is back.
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var following sync.WaitGroup
-	defer func() {
-		stopFollowing()
-		following.Wait()
-	}()
-	following.Go(func() {
-		if err := env.CSI.FollowRestarts(followCtx, ctrl.DriverBack); err != nil && followCtx.Err() == nil {
-			logger.Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	defer env.CSI.StartFollowingRestarts(ctx, ctrl.DriverBack)()
 	return ctrl.Run(ctx)
+}
+
+// newResizer returns the resizer the driver's capabilities call for.
+func newResizer(ctx context.Context, env *sidecar.Env, csiClient *csiresize.Client) (expand.Resizer, error) {
+	controllerExpands, err := chooseResizer(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	logger := klog.FromContext(ctx)
+	if !controllerExpands {
+		logger.Info("Driver does not support ControllerExpandVolume, using the trivial resizer: the node expands volumes")
+		return expand.Trivial{}, nil
+	}
+	logger.Info("Driver supports ControllerExpandVolume, using the CSI resizer")
+	return expand.NewCSI(csiClient, env.Clients.Kube,
+		env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER)), nil
+}
+
+// addModify adds the modification of claims to ccfg: the VolumeAttributesClass informer, the handler and its
+// queue.
+func addModify(env *sidecar.Env, cfg Config, factory informers.SharedInformerFactory, csiClient *csiresize.Client, ccfg *controller.Config) error {
+	ccfg.VACInformer = factory.Storage().V1().VolumeAttributesClasses()
+	ccfg.Modify = modify.New(modify.Config{
+		Driver:        env.DriverName,
+		Client:        env.Clients.Kube,
+		PVLister:      factory.Core().V1().PersistentVolumes().Lister(),
+		VACLister:     ccfg.VACInformer.Lister(),
+		CSI:           csiClient,
+		Events:        env.Events,
+		ExtraMetadata: cfg.ExtraModifyMetadata,
+		Slow:          slow.New(env.Flags.RetryIntervalMax, nil),
+	})
+	// Upstream names both queues <driver>-pvc, so their metrics collide; this one has its own name.
+	q, err := workqueue.New[string](env.Queues, env.QueueConfig(env.DriverName+"-pvc-modify"))
+	ccfg.ModifyQueue = q
+	return err
 }
 
 // chooseResizer reports whether the driver expands volumes in the controller (the CSI resizer) or only on the
@@ -177,7 +180,7 @@ func modifies(ctx context.Context, env *sidecar.Env) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	served, err := hasResource(env.Clients.Kube, "storage.k8s.io/v1", "volumeattributesclasses")
+	served, err := kubeclient.HasResource(env.Clients.Kube.Discovery(), "storage.k8s.io/v1", "volumeattributesclasses")
 	if err != nil {
 		return false, err
 	}
@@ -203,22 +206,4 @@ func vacFallback() (bool, error) {
 		return false, fmt.Errorf("environment variable %s=%q is not a boolean", vacFallbackEnv, v)
 	}
 	return b, nil
-}
-
-// hasResource reports whether the API server serves resource in groupVersion; a group version it does not know
-// is "not served", any other discovery failure an error.
-func hasResource(kube kubernetes.Interface, groupVersion, resource string) (bool, error) {
-	list, err := kube.Discovery().ServerResourcesForGroupVersion(groupVersion)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("discovering %s: %w", groupVersion, err)
-	}
-	for _, r := range list.APIResources {
-		if r.Name == resource {
-			return true, nil
-		}
-	}
-	return false, nil
 }

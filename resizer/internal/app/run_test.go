@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	fakediscovery "k8s.io/client-go/discovery/fake"
-	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
 )
@@ -69,23 +66,5 @@ func TestVACFallbackParsesTheEnvironment(t *testing.T) {
 func TestEventSourceIsUpstreams(t *testing.T) {
 	if got := EventSource("ebs.csi.aws.com"); got != "external-resizer ebs.csi.aws.com" {
 		t.Errorf("EventSource = %q, want upstream's \"external-resizer ebs.csi.aws.com\"", got)
-	}
-}
-
-// Claims are modified only where the API server serves storage.k8s.io/v1 VolumeAttributesClasses; discovery
-// failures other than "not served" are errors, not a silent "off".
-func TestHasResource(t *testing.T) {
-	client := fake.NewClientset()
-	disco := client.Discovery().(*fakediscovery.FakeDiscovery)
-	if served, err := hasResource(client, "storage.k8s.io/v1", "volumeattributesclasses"); err != nil || served {
-		t.Errorf("nothing served: %v, %v; want false, nil", served, err)
-	}
-	disco.Resources = []*metav1.APIResourceList{{GroupVersion: "storage.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "storageclasses"}}}}
-	if served, err := hasResource(client, "storage.k8s.io/v1", "volumeattributesclasses"); err != nil || served {
-		t.Errorf("group without the resource: %v, %v; want false, nil", served, err)
-	}
-	disco.Resources[0].APIResources = append(disco.Resources[0].APIResources, metav1.APIResource{Name: "volumeattributesclasses"})
-	if served, err := hasResource(client, "storage.k8s.io/v1", "volumeattributesclasses"); err != nil || !served {
-		t.Errorf("served: %v, %v; want true, nil", served, err)
 	}
 }

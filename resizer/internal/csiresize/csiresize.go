@@ -9,6 +9,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // Client makes the resizer's CSI calls over one gRPC connection.
@@ -25,9 +27,7 @@ func New(controller csi.ControllerClient, timeout time.Duration) *Client {
 // Expand calls ControllerExpandVolume and returns the size the driver reports (0 when it reports none) and
 // whether the node must expand too.
 func (c *Client) Expand(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (int64, bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rsp, err := c.controller.ControllerExpandVolume(ctx, req)
+	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.ControllerExpandVolume, req)
 	if err != nil {
 		return 0, false, err
 	}
@@ -36,9 +36,7 @@ func (c *Client) Expand(ctx context.Context, req *csi.ControllerExpandVolumeRequ
 
 // Modify calls ControllerModifyVolume.
 func (c *Client) Modify(ctx context.Context, req *csi.ControllerModifyVolumeRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	_, err := c.controller.ControllerModifyVolume(ctx, req)
+	_, err := csiconn.Call(ctx, c.timeout, c.controller.ControllerModifyVolume, req)
 	return err
 }
 

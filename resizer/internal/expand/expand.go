@@ -21,8 +21,8 @@ import (
 
 	"github.com/stowage-csi/stowage/resizer/internal/csiresize"
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
-	"github.com/stowage-csi/stowage/resizer/internal/tracker"
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -69,7 +69,7 @@ type Config struct {
 // Handler expands claims; its methods are safe for concurrent use on different claims.
 type Handler struct {
 	cfg    Config
-	writes *tracker.Writes
+	writes *ownwrites.Writes
 	// finalErrors and inUseErrors are upstream's finalErrorPVCs and usedPVCs: claims whose last
 	// ControllerExpandVolume surely failed, and those it refused because the volume was in use.
 	finalErrors *keySet
@@ -81,7 +81,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Handler{cfg: cfg, writes: tracker.New(), finalErrors: newKeySet(), inUseErrors: newKeySet()}
+	return &Handler{cfg: cfg, writes: ownwrites.New(), finalErrors: newKeySet(), inUseErrors: newKeySet()}
 }
 
 // Sync converges one claim. A positive duration asks to be called again after it without that counting as

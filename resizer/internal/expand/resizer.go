@@ -9,8 +9,9 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 )
 
 // Resizer grows one volume. The CSI resizer or the trivial one is chosen once at start-up from the driver's
@@ -77,13 +78,9 @@ func (r *CSI) Resize(ctx context.Context, pv *v1.PersistentVolume, size resource
 
 // secrets reads the Secret ref names, with a direct GET as upstream (no Secret informer, no list RBAC).
 func (r *CSI) secrets(ctx context.Context, ref *v1.SecretReference) (map[string]string, error) {
-	s, err := r.client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := kubeclient.CSISecrets(ctx, r.client, ref)
 	if err != nil {
-		return nil, fmt.Errorf("reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	out := make(map[string]string, len(s.Data))
-	for k, v := range s.Data {
-		out[k] = string(v)
+		return nil, fmt.Errorf("reading %w", err)
 	}
 	return out, nil
 }

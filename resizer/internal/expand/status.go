@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/stowage-csi/stowage/shared/patch"
+	"github.com/stowage-csi/stowage/resizer/internal/claimstatus"
 )
 
 // The claim's status writes. Each is one merge patch of persistentvolumeclaims/status (the only PVC write
@@ -92,26 +92,9 @@ func errorCondition(cause error) v1.PersistentVolumeClaimCondition {
 	}
 }
 
-// writeStatus patches the claim's status with mutate. A conflict (the modify worker, the kubelet or
-// kube-controller-manager wrote the claim meanwhile) re-reads the claim and applies mutate to it: the fields
-// mutate sets are the resizer's own, and repeating the whole sync instead would repeat the CSI call.
+// writeStatus patches the claim's status with mutate (claimstatus.Write).
 func (h *Handler) writeStatus(ctx context.Context, pvc *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
-	claims := h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace)
-	updated, err := patch.RetryOnConflict(ctx, pvc,
-		func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
-			return claims.Get(ctx, pvc.Name, metav1.GetOptions{})
-		},
-		func(ctx context.Context, cur *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-			out, err := patch.Status(ctx, claims.Patch, cur, mutate)
-			if err == nil {
-				h.writes.Wrote(cur, out)
-			}
-			return out, err
-		})
-	if err != nil {
-		return pvc, err
-	}
-	return updated, nil
+	return claimstatus.Write(ctx, h.cfg.Client, h.writes, pvc, mutate)
 }
 
 func setResizeState(p *v1.PersistentVolumeClaim, state v1.ClaimResourceStatus) {

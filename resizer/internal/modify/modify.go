@@ -14,7 +14,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
@@ -23,7 +22,8 @@ import (
 
 	"github.com/stowage-csi/stowage/resizer/internal/csiresize"
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
-	"github.com/stowage-csi/stowage/resizer/internal/tracker"
+	"github.com/stowage-csi/stowage/shared/kubeclient"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 )
 
 // Upstream's keys and Event reasons.
@@ -68,7 +68,7 @@ type Config struct {
 // Handler modifies claims' volumes; safe for concurrent use on different claims.
 type Handler struct {
 	cfg    Config
-	writes *tracker.Writes
+	writes *ownwrites.Writes
 }
 
 // New returns the handler.
@@ -76,7 +76,7 @@ func New(cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Handler{cfg: cfg, writes: tracker.New()}
+	return &Handler{cfg: cfg, writes: ownwrites.New()}
 }
 
 // Forget drops what the handler remembers about a deleted claim.
@@ -199,16 +199,11 @@ func (h *Handler) call(ctx context.Context, pvc *v1.PersistentVolumeClaim, pv *v
 		params[PVNameKey] = pv.Name
 	}
 	req := &csi.ControllerModifyVolumeRequest{VolumeId: pv.Spec.CSI.VolumeHandle, MutableParameters: params}
-	if ref := secretRef(pv); ref != nil {
-		s, err := h.cfg.Client.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("persistentvolume %s: reading the controller-modify secret %s/%s: %w", pv.Name, ref.Namespace, ref.Name, err)
-		}
-		req.Secrets = make(map[string]string, len(s.Data))
-		for k, v := range s.Data {
-			req.Secrets[k] = string(v)
-		}
+	secrets, err := kubeclient.CSISecrets(ctx, h.cfg.Client, secretRef(pv))
+	if err != nil {
+		return fmt.Errorf("persistentvolume %s: reading the controller-modify %w", pv.Name, err)
 	}
+	req.Secrets = secrets
 	return h.cfg.CSI.Modify(ctx, req)
 }
 

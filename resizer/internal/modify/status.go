@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/stowage-csi/stowage/resizer/internal/claimstatus"
 	"github.com/stowage-csi/stowage/shared/patch"
 )
 
@@ -51,25 +52,9 @@ func (h *Handler) complete(ctx context.Context, pvc *v1.PersistentVolumeClaim, p
 	return nil
 }
 
-// writeStatus patches the claim's status with mutate; a conflict (the expand worker or the kubelet wrote the
-// claim meanwhile) re-reads the claim and applies mutate to it, the fields it sets being the resizer's own.
+// writeStatus patches the claim's status with mutate (claimstatus.Write).
 func (h *Handler) writeStatus(ctx context.Context, pvc *v1.PersistentVolumeClaim, mutate func(*v1.PersistentVolumeClaim)) (*v1.PersistentVolumeClaim, error) {
-	claims := h.cfg.Client.CoreV1().PersistentVolumeClaims(pvc.Namespace)
-	updated, err := patch.RetryOnConflict(ctx, pvc,
-		func(ctx context.Context) (*v1.PersistentVolumeClaim, error) {
-			return claims.Get(ctx, pvc.Name, metav1.GetOptions{})
-		},
-		func(ctx context.Context, cur *v1.PersistentVolumeClaim) (*v1.PersistentVolumeClaim, error) {
-			out, err := patch.Status(ctx, claims.Patch, cur, mutate)
-			if err == nil {
-				h.writes.Wrote(cur, out)
-			}
-			return out, err
-		})
-	if err != nil {
-		return pvc, err
-	}
-	return updated, nil
+	return claimstatus.Write(ctx, h.cfg.Client, h.writes, pvc, mutate)
 }
 
 func isModifyCondition(t v1.PersistentVolumeClaimConditionType) bool {

@@ -48,7 +48,7 @@ func (c *Controller) syncContent(ctx context.Context, content *snapv1.VolumeSnap
 	if err != nil {
 		return err
 	}
-	vs = c.snapshotsWritten.latest(ref.Namespace+"/"+ref.Name, vs)
+	vs = c.snapshotsWritten.Of(ref.Namespace+"/"+ref.Name, vs)
 	if vs.UID != ref.UID || vs.DeletionTimestamp == nil ||
 		(!slices.Contains(vs.Finalizers, snapapi.SnapshotAsSourceFinalizer) && !slices.Contains(vs.Finalizers, snapapi.SnapshotBoundFinalizer)) {
 		return nil

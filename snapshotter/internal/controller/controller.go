@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
@@ -84,8 +85,8 @@ type Controller struct {
 	byClaim cache.Indexer
 	synced  []cache.InformerSynced
 	// snapshotsWritten and contentsWritten hold this controller's writes the informers have not shown yet.
-	snapshotsWritten *fresher[*snapv1.VolumeSnapshot]
-	contentsWritten  *fresher[*snapv1.VolumeSnapshotContent]
+	snapshotsWritten *ownwrites.Latest[*snapv1.VolumeSnapshot]
+	contentsWritten  *ownwrites.Latest[*snapv1.VolumeSnapshotContent]
 	// groups is nil when group snapshots are off.
 	groups *groups
 }
@@ -100,8 +101,8 @@ func New(cfg Config) (*Controller, error) {
 		claims:    cfg.Claims.Lister(),
 		byClaim:   cfg.Snapshots.Informer().GetIndexer(),
 
-		snapshotsWritten: newFresher[*snapv1.VolumeSnapshot](),
-		contentsWritten:  newFresher[*snapv1.VolumeSnapshotContent](),
+		snapshotsWritten: ownwrites.NewLatest[*snapv1.VolumeSnapshot](),
+		contentsWritten:  ownwrites.NewLatest[*snapv1.VolumeSnapshotContent](),
 	}
 	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys, byClass: classKeys}); err != nil {
 		return nil, fmt.Errorf("indexing VolumeSnapshots by source claim: %w", err)
@@ -168,14 +169,14 @@ func (c *Controller) syncSnapshotKey(ctx context.Context, key string) error {
 	vs, err := c.snapshots.VolumeSnapshots(ns).Get(name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			c.snapshotsWritten.forget(key)
+			c.snapshotsWritten.Forget(key)
 		}
 		return ignoreNotFound(err)
 	}
-	if c.snapshotsWritten.isGone(key, vs) {
+	if c.snapshotsWritten.IsGone(key, vs) {
 		return nil
 	}
-	vs = c.snapshotsWritten.latest(key, vs)
+	vs = c.snapshotsWritten.Of(key, vs)
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumesnapshot", key))
 	return c.syncSnapshot(ctx, vs)
 }
@@ -205,7 +206,7 @@ func (c *Controller) snapshotDeleted(obj any) {
 	if !ok {
 		return
 	}
-	c.snapshotsWritten.forget(vs.Namespace + "/" + vs.Name)
+	c.snapshotsWritten.Forget(vs.Namespace + "/" + vs.Name)
 	c.cfg.Metrics.Record(opmetrics.DeleteSnapshot, vs.UID, opmetrics.StatusSuccess, c.driverOf(vs))
 	if vs.Status != nil && vs.Status.BoundVolumeSnapshotContentName != nil {
 		c.cfg.ContentQueue.Add(*vs.Status.BoundVolumeSnapshotContentName)
@@ -233,7 +234,7 @@ func (c *Controller) contentDeleted(obj any) {
 		obj = tomb.Obj
 	}
 	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok {
-		c.contentsWritten.forget(content.Name)
+		c.contentsWritten.Forget(content.Name)
 		c.contentChanged(content)
 	}
 }

@@ -85,7 +85,7 @@ func (c *Controller) createContent(ctx context.Context, in createInput) (*snapv1
 		c.cfg.Events.Event(vs, v1.EventTypeWarning, "CreateSnapshotContentFailed", msg)
 		return nil, fmt.Errorf("creating VolumeSnapshotContent %s: %w", name, err)
 	}
-	c.contentsWritten.wrote(name, created)
+	c.contentsWritten.Wrote(name, created)
 	klog.FromContext(ctx).V(2).Info("Created VolumeSnapshotContent", "volumesnapshotcontent", name, "volumeHandle", handle)
 	c.cfg.Events.Event(vs, v1.EventTypeNormal, "CreatingSnapshot", fmt.Sprintf("Waiting for a snapshot %s/%s to be created by the CSI driver.", vs.Namespace, vs.Name))
 	return created, nil

@@ -83,7 +83,7 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 		return fmt.Errorf("removing finalizers of volumesnapshot %s/%s: %w", vs.Namespace, vs.Name, err)
 	}
 	if len(updated.Finalizers) == 0 {
-		c.snapshotsWritten.deleted(vs.Namespace+"/"+vs.Name, vs.UID)
+		c.snapshotsWritten.Deleted(vs.Namespace+"/"+vs.Name, vs.UID)
 	}
 	return nil
 }

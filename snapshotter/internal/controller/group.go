@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/shared/workqueue"
 	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
@@ -42,14 +43,14 @@ type groups struct {
 	contents  grouplisters.VolumeGroupSnapshotContentLister
 	classes   grouplisters.VolumeGroupSnapshotClassLister
 	// contentsWritten holds this controller's group content writes its informer has not shown yet.
-	contentsWritten *fresher[*groupv1.VolumeGroupSnapshotContent]
+	contentsWritten *ownwrites.Latest[*groupv1.VolumeGroupSnapshotContent]
 }
 
 // newGroups registers the group event handlers and returns what Run must wait for.
 func (c *Controller) newGroups(cfg GroupConfig) ([]cache.InformerSynced, error) {
 	c.groups = &groups{
 		cfg: cfg, snapshots: cfg.Snapshots.Lister(), contents: cfg.Contents.Lister(), classes: cfg.Classes.Lister(),
-		contentsWritten: newFresher[*groupv1.VolumeGroupSnapshotContent](),
+		contentsWritten: ownwrites.NewLatest[*groupv1.VolumeGroupSnapshotContent](),
 	}
 	regs := []struct {
 		what     string
@@ -140,7 +141,7 @@ func (c *Controller) groupContentDeleted(obj any) {
 		obj = tomb.Obj
 	}
 	if gc, ok := obj.(*groupv1.VolumeGroupSnapshotContent); ok {
-		c.groups.contentsWritten.forget(gc.Name)
+		c.groups.contentsWritten.Forget(gc.Name)
 		c.groupContentChanged(gc)
 	}
 }
@@ -149,14 +150,14 @@ func (c *Controller) groupContentDeleted(obj any) {
 func (c *Controller) groupContent(name string) (*groupv1.VolumeGroupSnapshotContent, error) {
 	gc, err := c.groups.contents.Get(name)
 	if apierrors.IsNotFound(err) {
-		if created, ok := c.groups.contentsWritten.get(name); ok {
+		if created, ok := c.groups.contentsWritten.Get(name); ok {
 			return created, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return c.groups.contentsWritten.latest(name, gc), nil
+	return c.groups.contentsWritten.Of(name, gc), nil
 }
 
 func (c *Controller) groupSnapshotPatch(ns string) patch.Func[*groupv1.VolumeGroupSnapshot] {
@@ -167,7 +168,7 @@ func (c *Controller) groupContentPatch() patch.Func[*groupv1.VolumeGroupSnapshot
 	return func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*groupv1.VolumeGroupSnapshotContent, error) {
 		gc, err := c.cfg.Snap.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch(ctx, name, pt, data, opts, sub...)
 		if err == nil {
-			c.groups.contentsWritten.wrote(name, gc)
+			c.groups.contentsWritten.Wrote(name, gc)
 		}
 		return gc, err
 	}

@@ -74,7 +74,7 @@ func (c *Controller) createGroupContent(ctx context.Context, gs *groupv1.VolumeG
 			fmt.Sprintf("Error creating volume group snapshot content object for group snapshot %s/%s: %v.", gs.Namespace, gs.Name, err))
 		return nil, fmt.Errorf("creating VolumeGroupSnapshotContent %s: %w", name, err)
 	}
-	c.groups.contentsWritten.wrote(name, created)
+	c.groups.contentsWritten.Wrote(name, created)
 	klog.FromContext(ctx).V(2).Info("Created VolumeGroupSnapshotContent", "volumegroupsnapshotcontent", name, "volumeHandles", handles)
 	c.cfg.Events.Event(gs, v1.EventTypeNormal, "CreatingGroupSnapshot", fmt.Sprintf("Waiting for a group snapshot %s/%s to be created by the CSI driver.", gs.Namespace, gs.Name))
 	return created, nil

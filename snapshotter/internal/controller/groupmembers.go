@@ -99,7 +99,7 @@ func (c *Controller) createMember(ctx context.Context, gs *groupv1.VolumeGroupSn
 // and, when the group's content is deleted with it, the bound finalizer.
 func (c *Controller) memberSnapshot(ctx context.Context, gs *groupv1.VolumeGroupSnapshot, gc *groupv1.VolumeGroupSnapshotContent, name string, pv *v1.PersistentVolume) (*snapv1.VolumeSnapshot, error) {
 	if vs, err := c.snapshots.VolumeSnapshots(gs.Namespace).Get(name); err == nil {
-		return c.snapshotsWritten.latest(gs.Namespace+"/"+name, vs), nil
+		return c.snapshotsWritten.Of(gs.Namespace+"/"+name, vs), nil
 	} else if !apierrors.IsNotFound(err) {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (c *Controller) memberSnapshot(ctx context.Context, gs *groupv1.VolumeGroup
 	if err != nil {
 		return nil, fmt.Errorf("creating VolumeSnapshot %s/%s: %w", gs.Namespace, name, err)
 	}
-	c.snapshotsWritten.wrote(gs.Namespace+"/"+name, created)
+	c.snapshotsWritten.Wrote(gs.Namespace+"/"+name, created)
 	klog.FromContext(ctx).V(2).Info("Created member VolumeSnapshot", "volumesnapshot", name)
 	return created, nil
 }
@@ -183,7 +183,7 @@ func (c *Controller) memberContent(ctx context.Context, gs *groupv1.VolumeGroupS
 	if err != nil {
 		return nil, fmt.Errorf("creating VolumeSnapshotContent %s: %w", name, err)
 	}
-	c.contentsWritten.wrote(name, created)
+	c.contentsWritten.Wrote(name, created)
 	return created, nil
 }
 

@@ -54,12 +54,12 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-// snapshotPatch and contentPatch are the clients' Patch, remembering each object written (see fresher).
+// snapshotPatch and contentPatch are the clients' Patch, remembering each object written (see ownwrites.Latest).
 func (c *Controller) snapshotPatch(ns string) patch.Func[*snapv1.VolumeSnapshot] {
 	return func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*snapv1.VolumeSnapshot, error) {
 		vs, err := c.cfg.Snap.SnapshotV1().VolumeSnapshots(ns).Patch(ctx, name, pt, data, opts, sub...)
 		if err == nil {
-			c.snapshotsWritten.wrote(ns+"/"+name, vs)
+			c.snapshotsWritten.Wrote(ns+"/"+name, vs)
 		}
 		return vs, err
 	}
@@ -69,7 +69,7 @@ func (c *Controller) contentPatch() patch.Func[*snapv1.VolumeSnapshotContent] {
 	return func(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*snapv1.VolumeSnapshotContent, error) {
 		content, err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Patch(ctx, name, pt, data, opts, sub...)
 		if err == nil {
-			c.contentsWritten.wrote(name, content)
+			c.contentsWritten.Wrote(name, content)
 		}
 		return content, err
 	}
@@ -79,14 +79,14 @@ func (c *Controller) contentPatch() patch.Func[*snapv1.VolumeSnapshotContent] {
 func (c *Controller) content(name string) (*snapv1.VolumeSnapshotContent, error) {
 	content, err := c.contents.Get(name)
 	if apierrors.IsNotFound(err) {
-		if created, ok := c.contentsWritten.get(name); ok {
+		if created, ok := c.contentsWritten.Get(name); ok {
 			return created, nil
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	return c.contentsWritten.latest(name, content), nil
+	return c.contentsWritten.Of(name, content), nil
 }
 
 // getSnapshot, getContent and getClaim re-read an object after a 409, for patch.RetryOnConflict.

@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 	got := want
 	got.Resync, got.LeaseDuration, got.RenewDeadline, got.RetryPeriod = cfg.ResyncPeriod, cfg.LeaderElectionLeaseDuration, cfg.LeaderElectionRenewDeadline, cfg.LeaderElectionRetryPeriod
 	got.RetryStart, got.RetryMax, got.CRDMax = cfg.RetryIntervalStart, cfg.RetryIntervalMax, cfg.RetryCRDIntervalMax
-	got.Workers, got.Burst, got.QPS, got.MetricsPath = cfg.Workers, cfg.KubeAPIBurst, cfg.KubeAPIQPS, cfg.MetricsPath
+	got.Workers, got.Burst, got.QPS, got.MetricsPath = cfg.WorkerThreads, cfg.KubeAPIBurst, cfg.KubeAPIQPS, cfg.MetricsPath
 	got.PreventModeConversion, got.Distributed, got.LeaderElection = cfg.PreventVolumeModeConversion, cfg.EnableDistributedSnapshotting, cfg.LeaderElection
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -82,7 +82,7 @@ func TestParse(t *testing.T) {
 		{"unknown gate", []string{"--feature-gates=NoSuchGate=true"}, "unrecognized feature gate: NoSuchGate"},
 		{"csi-address is not a flag here", []string{"--csi-address=/run/csi/socket"}, "flag provided but not defined: -csi-address"},
 		{"no workers", []string{"--worker-threads=0"}, "--worker-threads must be at least 1"},
-		{"bad retry", []string{"--retry-interval-start=10m", "--retry-interval-max=1m"}, "--retry-interval-start (10m0s) must be positive and not exceed --retry-interval-max (1m0s)"},
+		{"bad retry", []string{"--retry-interval-start=10m", "--retry-interval-max=1m"}, "--retry-interval-start (10m0s) must not exceed --retry-interval-max (1m0s)"},
 		{"stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
 	}
 	for _, tt := range tests {

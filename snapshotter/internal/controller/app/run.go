@@ -52,12 +52,12 @@ func Parse(args []string, stdout io.Writer) (*Config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	cfg.KubeAPIRateSet = flags.RateFlagsSet(fs)
+	cfg.Parsed(fs)
 	if cfg.ShowVersion {
 		return nil, version.Print(stdout, Binary)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid flags: %w", err)
+		return nil, err
 	}
 	return cfg, nil
 }
@@ -71,13 +71,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting", "binary", Binary, "version", version.Version)
 	if cfg.Automaxprocs {
-		undo, err := maxprocs.Set(maxprocs.Logger(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }))
-		if err != nil {
-			logger.Error(err, "Setting GOMAXPROCS from the CPU quota failed; keeping the default")
-		}
-		if undo != nil {
-			defer undo()
-		}
+		defer setMaxProcs(logger)()
 	}
 	if !cfg.FeatureGates.Enabled(CSIVolumeGroupSnapshot) {
 		logger.V(2).Info("CSIVolumeGroupSnapshot is off")
@@ -120,16 +114,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 	defer recorder.Shutdown()
 
-	elector, err := leaderelection.New(leaderelection.Config{
-		Enabled:       cfg.LeaderElection,
-		Client:        clients.LeaderElection,
-		LockName:      LockName,
-		Namespace:     leaderelection.ResolveNamespace(cfg.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile),
-		LeaseDuration: cfg.LeaderElectionLeaseDuration,
-		RenewDeadline: cfg.LeaderElectionRenewDeadline,
-		RetryPeriod:   cfg.LeaderElectionRetryPeriod,
-		ReleaseOnExit: cfg.FeatureGates.Enabled(flags.ReleaseLeaderElectionOnExit),
-	})
+	elector, err := newElector(cfg, clients)
 	if err != nil {
 		return err
 	}
@@ -151,6 +136,32 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 	return elector.Run(ctx, func(ctx context.Context) error {
 		return runController(ctx, cfg, clients, snap, metrics, recorder)
+	})
+}
+
+// setMaxProcs sets GOMAXPROCS from the container's CPU quota (--automaxprocs) and returns what undoes it.
+func setMaxProcs(logger klog.Logger) (undo func()) {
+	undo, err := maxprocs.Set(maxprocs.Logger(func(format string, args ...any) { logger.Info(fmt.Sprintf(format, args...)) }))
+	if err != nil {
+		logger.Error(err, "Setting GOMAXPROCS from the CPU quota failed; keeping the default")
+	}
+	if undo == nil {
+		return func() {}
+	}
+	return undo
+}
+
+// newElector returns the leader election of the --leader-election flags, under upstream's Lease name.
+func newElector(cfg *Config, clients *kubeclient.Clients) (*leaderelection.Elector, error) {
+	return leaderelection.New(leaderelection.Config{
+		Enabled:       cfg.LeaderElection,
+		Client:        clients.LeaderElection,
+		LockName:      LockName,
+		Namespace:     leaderelection.ResolveNamespace(cfg.LeaderElectionNamespace, leaderelection.ServiceAccountNamespaceFile),
+		LeaseDuration: cfg.LeaderElectionLeaseDuration,
+		RenewDeadline: cfg.LeaderElectionRenewDeadline,
+		RetryPeriod:   cfg.LeaderElectionRetryPeriod,
+		ReleaseOnExit: cfg.FeatureGates.Enabled(flags.ReleaseLeaderElectionOnExit),
 	})
 }
 
@@ -187,7 +198,7 @@ func runController(ctx context.Context, cfg *Config, clients *kubeclient.Clients
 		ContentQueue:                contentQueue,
 		Events:                      recorder,
 		Metrics:                     metrics,
-		Workers:                     cfg.Workers,
+		Workers:                     cfg.WorkerThreads,
 		PreventVolumeModeConversion: cfg.PreventVolumeModeConversion,
 		DistributedSnapshotting:     cfg.EnableDistributedSnapshotting,
 	}

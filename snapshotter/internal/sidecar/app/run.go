@@ -203,17 +203,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 			groupCtrl.DriverBack(ctx)
 		}
 	}
-	followCtx, stopFollowing := context.WithCancel(ctx)
-	var following sync.WaitGroup
-	defer func() {
-		stopFollowing()
-		following.Wait()
-	}()
-	following.Go(func() {
-		if err := env.CSI.FollowRestarts(followCtx, driverBack); err != nil && followCtx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Not following CSI driver restarts any more; a lost connection ends the process")
-		}
-	})
+	defer env.CSI.StartFollowingRestarts(ctx, driverBack)()
 	if groupCtrl == nil {
 		return ctrl.Run(ctx)
 	}

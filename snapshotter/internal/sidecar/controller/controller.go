@@ -5,14 +5,12 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
 	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -72,9 +70,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
 	}
 	klog.FromContext(ctx).Info("Caches synced, starting workers", "workers", c.cfg.Workers)
-	var wg sync.WaitGroup
-	wg.Go(func() { workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(c.sync)) })
-	wg.Wait()
+	process := workqueue.SyncCached(c.cfg.Queue, "volumesnapshotcontent", c.lister.Get, c.cfg.Handler.Sync)
+	workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(process))
 	return nil
 }
 
@@ -85,25 +82,6 @@ func (c *Controller) Run(ctx context.Context) error {
 func (c *Controller) DriverBack(ctx context.Context) {
 	n := c.pending.Requeue(c.cfg.Queue.Add)
 	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeSnapshotContents", "count", n)
-}
-
-func (c *Controller) sync(ctx context.Context, name string) error {
-	content, err := c.lister.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("volumesnapshotcontent %s: %w", name, err)
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumesnapshotcontent", name))
-	again, err := c.cfg.Handler.Sync(ctx, content)
-	if err != nil {
-		return err
-	}
-	if again > 0 {
-		c.cfg.Queue.AddAfter(name, again)
-	}
-	return nil
 }
 
 func (c *Controller) ours(obj any) (*snapv1.VolumeSnapshotContent, bool) {
@@ -138,24 +116,18 @@ func (c *Controller) deleted(obj any) {
 // and queueing them would retry at once instead of after the backoff. A resync (same resourceVersion) is
 // always queued.
 func shouldEnqueue(old, content *snapv1.VolumeSnapshotContent) bool {
-	if old.ResourceVersion == content.ResourceVersion {
-		return true
-	}
-	a, b := old.DeepCopy(), content.DeepCopy()
-	for _, x := range []*snapv1.VolumeSnapshotContent{a, b} {
-		x.ResourceVersion = ""
-		x.ManagedFields = nil
-		if x.Status != nil {
-			x.Status.Error = nil
-			// readyToUse=false comes with every error write; a real change of readiness is not lost, since
-			// only an update that also touches nothing else is ignored.
-			if x.Status.ReadyToUse != nil && !*x.Status.ReadyToUse {
-				x.Status.ReadyToUse = nil
-			}
-			if equality.Semantic.DeepEqual(*x.Status, snapv1.VolumeSnapshotContentStatus{}) {
-				x.Status = nil
-			}
+	return workqueue.ChangedBeyond(old, content, func(x *snapv1.VolumeSnapshotContent) {
+		if x.Status == nil {
+			return
 		}
-	}
-	return !equality.Semantic.DeepEqual(a, b)
+		x.Status.Error = nil
+		// readyToUse=false comes with every error write; a real change of readiness is not lost, since only an
+		// update that also touches nothing else is ignored.
+		if x.Status.ReadyToUse != nil && !*x.Status.ReadyToUse {
+			x.Status.ReadyToUse = nil
+		}
+		if equality.Semantic.DeepEqual(*x.Status, snapv1.VolumeSnapshotContentStatus{}) {
+			x.Status = nil
+		}
+	})
 }

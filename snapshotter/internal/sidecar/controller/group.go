@@ -9,7 +9,6 @@ import (
 	groupinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumegroupsnapshot/v1"
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -82,7 +81,8 @@ func (c *GroupController) Run(ctx context.Context) error {
 		return fmt.Errorf("waiting for group snapshot informer caches: %w", ctx.Err())
 	}
 	klog.FromContext(ctx).Info("Group snapshot caches synced, starting workers", "workers", c.cfg.Workers)
-	workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(c.sync))
+	process := workqueue.SyncCached(c.cfg.Queue, "volumegroupsnapshotcontent", c.lister.Get, c.cfg.Handler.Sync)
+	workqueue.Run(ctx, c.cfg.Workers, c.cfg.Queue, c.pending.Track(process))
 	return nil
 }
 
@@ -93,25 +93,6 @@ func (c *GroupController) DriverBack(ctx context.Context) {
 	klog.FromContext(ctx).Info("CSI driver is back, retrying pending VolumeGroupSnapshotContents", "count", n)
 }
 
-func (c *GroupController) sync(ctx context.Context, name string) error {
-	gc, err := c.lister.Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("volumegroupsnapshotcontent %s: %w", name, err)
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumegroupsnapshotcontent", name))
-	again, err := c.cfg.Handler.Sync(ctx, gc)
-	if err != nil {
-		return err
-	}
-	if again > 0 {
-		c.cfg.Queue.AddAfter(name, again)
-	}
-	return nil
-}
-
 func (c *GroupController) ours(obj any) (*groupv1.VolumeGroupSnapshotContent, bool) {
 	gc, ok := obj.(*groupv1.VolumeGroupSnapshotContent)
 	return gc, ok && gc.Spec.Driver == c.cfg.Driver
@@ -120,22 +101,16 @@ func (c *GroupController) ours(obj any) (*groupv1.VolumeGroupSnapshotContent, bo
 // shouldEnqueueGroup ignores updates that only changed status.error (our own failure writes), as
 // shouldEnqueue does for contents.
 func shouldEnqueueGroup(old, gc *groupv1.VolumeGroupSnapshotContent) bool {
-	if old.ResourceVersion == gc.ResourceVersion {
-		return true
-	}
-	a, b := old.DeepCopy(), gc.DeepCopy()
-	for _, x := range []*groupv1.VolumeGroupSnapshotContent{a, b} {
-		x.ResourceVersion = ""
-		x.ManagedFields = nil
-		if x.Status != nil {
-			x.Status.Error = nil
-			if x.Status.ReadyToUse != nil && !*x.Status.ReadyToUse {
-				x.Status.ReadyToUse = nil
-			}
-			if equality.Semantic.DeepEqual(*x.Status, groupv1.VolumeGroupSnapshotContentStatus{}) {
-				x.Status = nil
-			}
+	return workqueue.ChangedBeyond(old, gc, func(x *groupv1.VolumeGroupSnapshotContent) {
+		if x.Status == nil {
+			return
 		}
-	}
-	return !equality.Semantic.DeepEqual(a, b)
+		x.Status.Error = nil
+		if x.Status.ReadyToUse != nil && !*x.Status.ReadyToUse {
+			x.Status.ReadyToUse = nil
+		}
+		if equality.Semantic.DeepEqual(*x.Status, groupv1.VolumeGroupSnapshotContentStatus{}) {
+			x.Status = nil
+		}
+	})
 }

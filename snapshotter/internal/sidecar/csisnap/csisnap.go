@@ -9,6 +9,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // Client makes csi-snapshotter's CSI calls over one gRPC connection.
@@ -24,9 +26,7 @@ func New(controller csi.ControllerClient, timeout time.Duration) *Client {
 
 // CreateSnapshot calls CreateSnapshot and returns the snapshot the driver answered with.
 func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rsp, err := c.controller.CreateSnapshot(ctx, req)
+	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.CreateSnapshot, req)
 	if err != nil {
 		return nil, err
 	}
@@ -39,18 +39,14 @@ func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 
 // DeleteSnapshot calls DeleteSnapshot.
 func (c *Client) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	_, err := c.controller.DeleteSnapshot(ctx, req)
+	_, err := csiconn.Call(ctx, c.timeout, c.controller.DeleteSnapshot, req)
 	return err
 }
 
 // GetSnapshot calls ListSnapshots for req.SnapshotId and returns its entry, or a NotFound error naming the ID
 // when the driver lists none (upstream's GetSnapshotStatus).
 func (c *Client) GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rsp, err := c.controller.ListSnapshots(ctx, req)
+	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.ListSnapshots, req)
 	if err != nil {
 		return nil, err
 	}

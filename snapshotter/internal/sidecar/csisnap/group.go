@@ -7,6 +7,8 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // GroupClient makes csi-snapshotter's GroupController calls over one gRPC connection.
@@ -22,9 +24,7 @@ func NewGroup(group csi.GroupControllerClient, timeout time.Duration) *GroupClie
 
 // CreateGroup calls CreateVolumeGroupSnapshot and returns the group the driver answered with.
 func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rsp, err := c.group.CreateVolumeGroupSnapshot(ctx, req)
+	rsp, err := csiconn.Call(ctx, c.timeout, c.group.CreateVolumeGroupSnapshot, req)
 	if err != nil {
 		return nil, err
 	}
@@ -37,17 +37,13 @@ func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGrou
 
 // DeleteGroup calls DeleteVolumeGroupSnapshot.
 func (c *GroupClient) DeleteGroup(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	_, err := c.group.DeleteVolumeGroupSnapshot(ctx, req)
+	_, err := csiconn.Call(ctx, c.timeout, c.group.DeleteVolumeGroupSnapshot, req)
 	return err
 }
 
 // GetGroup calls GetVolumeGroupSnapshot.
 func (c *GroupClient) GetGroup(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	rsp, err := c.group.GetVolumeGroupSnapshot(ctx, req)
+	rsp, err := csiconn.Call(ctx, c.timeout, c.group.GetVolumeGroupSnapshot, req)
 	if err != nil {
 		return nil, err
 	}

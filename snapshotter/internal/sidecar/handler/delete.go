@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -94,15 +95,11 @@ func (h *Handler) release(ctx context.Context, c *snapv1.VolumeSnapshotContent) 
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	_, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		updated, err := patch.Mutate(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) {
+	_, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		return patch.Mutate(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) {
 			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.ContentBoundFinalizer })
 			delete(v.Annotations, snapapi.AnnBeingCreated)
 		})
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
 	})
 	if err != nil {
 		return fmt.Errorf("volumesnapshotcontent %s: removing finalizer %s: %w", c.Name, snapapi.ContentBoundFinalizer, err)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -55,14 +56,14 @@ type GroupConfig struct {
 // are the snapshot controller's to create from the status.
 type GroupHandler struct {
 	cfg     GroupConfig
-	tracker *writeTracker
+	tracker *ownwrites.Writes
 	// secrets reads Secrets through a Handler with the same client (its credentials method).
 	secrets *Handler
 }
 
 // NewGroup returns a GroupHandler.
 func NewGroup(cfg GroupConfig) *GroupHandler {
-	return &GroupHandler{cfg: cfg, tracker: newWriteTracker(), secrets: New(Config{Kube: cfg.Kube})}
+	return &GroupHandler{cfg: cfg, tracker: ownwrites.New(), secrets: New(Config{Kube: cfg.Kube})}
 }
 
 func (h *GroupHandler) now() time.Time {
@@ -77,7 +78,7 @@ func (h *GroupHandler) Sync(ctx context.Context, gc *groupv1.VolumeGroupSnapshot
 	if gc.Spec.Driver != h.cfg.Driver {
 		return 0, nil
 	}
-	if h.tracker.stale(gc.UID, gc.ResourceVersion) {
+	if h.tracker.Stale(gc) {
 		return staleRetry, nil
 	}
 	if gc.DeletionTimestamp != nil && groupReleased(gc) {
@@ -96,7 +97,7 @@ func (h *GroupHandler) Sync(ctx context.Context, gc *groupv1.VolumeGroupSnapshot
 }
 
 // Forget drops what the handler remembers about a group content that is gone.
-func (h *GroupHandler) Forget(uid types.UID) { h.tracker.forget(uid) }
+func (h *GroupHandler) Forget(uid types.UID) { h.tracker.Forget(uid) }
 
 // create takes the group snapshot of a dynamic group content, or asks again for one not ready yet.
 func (h *GroupHandler) create(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (time.Duration, error) {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -102,15 +103,11 @@ func (h *GroupHandler) deleteGroup(ctx context.Context, gc *groupv1.VolumeGroupS
 // preconditioned patch, re-reading after a conflict.
 func (h *GroupHandler) release(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) error {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	_, err := patch.RetryOnConflict(ctx, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		updated, err := patch.Mutate(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
+	_, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
+		return patch.Mutate(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
 			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.GroupContentBoundFinalizer })
 			delete(v.Annotations, snapapi.AnnGroupBeingCreated)
 		})
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
 	})
 	if err != nil {
 		return fmt.Errorf("volumegroupsnapshotcontent %s: removing finalizer %s: %w", gc.Name, snapapi.GroupContentBoundFinalizer, err)

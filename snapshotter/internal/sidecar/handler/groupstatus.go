@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -40,8 +41,8 @@ func (h *GroupHandler) writeStatus(ctx context.Context, gc *groupv1.VolumeGroupS
 		}
 		members = append(members, info)
 	}
-	out, err := patch.RetryOnConflict(ctx, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		updated, err := patch.Status(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
+	out, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
+		return patch.Status(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
 			if v.Status == nil {
 				v.Status = &groupv1.VolumeGroupSnapshotContentStatus{}
 			}
@@ -62,10 +63,6 @@ func (h *GroupHandler) writeStatus(ctx context.Context, gc *groupv1.VolumeGroupS
 				s.VolumeSnapshotInfoList = members
 			}
 		})
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
 	})
 	if err != nil {
 		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: writing status (groupSnapshotHandle %s): %w", gc.Name, group.GetGroupSnapshotId(), err)
@@ -94,7 +91,7 @@ func (h *GroupHandler) failed(ctx context.Context, gc *groupv1.VolumeGroupSnapsh
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.wrote(gc.UID, gc.ResourceVersion, updated.ResourceVersion)
+		h.tracker.Wrote(gc, updated)
 	}
 	h.cfg.Events.Event(gc, corev1.EventTypeWarning, reason, msg)
 	return cause
@@ -103,12 +100,8 @@ func (h *GroupHandler) failed(ctx context.Context, gc *groupv1.VolumeGroupSnapsh
 // markBeingCreated sets the group being-created annotation with one preconditioned patch.
 func (h *GroupHandler) markBeingCreated(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	out, err := patch.RetryOnConflict(ctx, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		updated, err := patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnGroupBeingCreated, "yes")
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
+	out, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
+		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnGroupBeingCreated, "yes")
 	})
 	if err != nil {
 		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: setting annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
@@ -124,6 +117,6 @@ func (h *GroupHandler) removeBeingCreated(ctx context.Context, gc *groupv1.Volum
 	if err != nil {
 		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: removing annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
 	}
-	h.tracker.wrote(gc.UID, gc.ResourceVersion, updated.ResourceVersion)
+	h.tracker.Wrote(gc, updated)
 	return updated, nil
 }

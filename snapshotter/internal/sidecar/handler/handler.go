@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -69,12 +70,12 @@ func (c *Config) now() time.Time {
 // Handler syncs VolumeSnapshotContents of one driver.
 type Handler struct {
 	cfg     Config
-	tracker *writeTracker
+	tracker *ownwrites.Writes
 }
 
 // New returns a Handler.
 func New(cfg Config) *Handler {
-	return &Handler{cfg: cfg, tracker: newWriteTracker()}
+	return &Handler{cfg: cfg, tracker: ownwrites.New()}
 }
 
 // Sync brings content one step closer to what its spec asks. A positive duration asks the caller to look
@@ -84,7 +85,7 @@ func (h *Handler) Sync(ctx context.Context, content *snapv1.VolumeSnapshotConten
 	if content.Spec.Driver != h.cfg.Driver {
 		return 0, nil
 	}
-	if h.tracker.stale(content.UID, content.ResourceVersion) {
+	if h.tracker.Stale(content) {
 		return staleRetry, nil
 	}
 	if content.DeletionTimestamp != nil && released(content) {
@@ -108,7 +109,7 @@ func (h *Handler) Sync(ctx context.Context, content *snapv1.VolumeSnapshotConten
 }
 
 // Forget drops what the handler remembers about a content that is gone.
-func (h *Handler) Forget(uid types.UID) { h.tracker.forget(uid) }
+func (h *Handler) Forget(uid types.UID) { h.tracker.Forget(uid) }
 
 // released reports whether the snapshot controller (or whoever deleted the content) has let the content's
 // snapshot go: upstream's shouldDelete, except that a content whose CreateSnapshot may still be running is

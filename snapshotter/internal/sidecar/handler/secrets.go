@@ -9,9 +9,9 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -102,16 +102,9 @@ func resolveTemplate(key, tmpl string, params map[string]string) (string, error)
 // credentials reads the Secret ref names (a direct GET: upstream's RBAC grants no Secret watch); nil ref
 // means no secrets.
 func (h *Handler) credentials(ctx context.Context, ref *corev1.SecretReference) (map[string]string, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	secret, err := h.cfg.Kube.CoreV1().Secrets(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	out, err := kubeclient.CSISecrets(ctx, h.cfg.Kube, ref)
 	if err != nil {
-		return nil, fmt.Errorf("reading secret %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	out := make(map[string]string, len(secret.Data))
-	for k, v := range secret.Data {
-		out[k] = string(v)
+		return nil, fmt.Errorf("reading %w", err)
 	}
 	return out, nil
 }

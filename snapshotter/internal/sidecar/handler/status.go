@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -43,12 +44,8 @@ func (h *Handler) writeStatus(ctx context.Context, c *snapv1.VolumeSnapshotConte
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		updated, err := patch.Status(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) { mergeStatus(v, o) })
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
+	out, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		return patch.Status(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) { mergeStatus(v, o) })
 	})
 	if err != nil {
 		return c, fmt.Errorf("volumesnapshotcontent %s: writing status (snapshotHandle %s): %w", c.Name, o.handle, err)
@@ -101,7 +98,7 @@ func (h *Handler) failed(ctx context.Context, c *snapv1.VolumeSnapshotContent, r
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+		h.tracker.Wrote(c, updated)
 	}
 	h.cfg.Events.Event(c, corev1.EventTypeWarning, reason, msg)
 	return cause
@@ -114,12 +111,8 @@ func (h *Handler) markBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshot
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	out, err := patch.RetryOnConflict(ctx, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		updated, err := patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
-		if err == nil {
-			h.tracker.wrote(cur.UID, cur.ResourceVersion, updated.ResourceVersion)
-		}
-		return updated, err
+	out, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
+		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
 	})
 	if err != nil {
 		return c, fmt.Errorf("volumesnapshotcontent %s: setting annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
@@ -136,6 +129,6 @@ func (h *Handler) removeBeingCreated(ctx context.Context, c *snapv1.VolumeSnapsh
 	if err != nil {
 		return c, fmt.Errorf("volumesnapshotcontent %s: removing annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
 	}
-	h.tracker.wrote(c.UID, c.ResourceVersion, updated.ResourceVersion)
+	h.tracker.Wrote(c, updated)
 	return updated, nil
 }
