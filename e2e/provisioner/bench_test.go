@@ -75,7 +75,7 @@ func TestBenchProvisionStorm(t *testing.T) {
 	fmt.Println("When the sidecar wrote its last PV, and kube-controller-manager's binder (one worker) its last claim status (Bound) or PV status (Released):")
 	rig.WriteStormMarks(os.Stdout, runs)
 	fmt.Println("own defaults: upstream --kube-api-qps=5 --kube-api-burst=10 --worker-threads=100; Stowage no client-side limiter (the server has API Priority and Fairness), 100 workers.")
-	fmt.Printf("writes: to claims, PVs, Events and Leases by the sidecar's ServiceAccount, from the audit log, leader election renewals excluded (Stowage's intent record, a Lease, counted); provision counts those until %s after all are Bound, delete the rest until the sidecar exited; all clients: the sidecar's and every other client's writes to those (the controller manager's binder, the benchmark's creates and deletes), Leases aside.\n", settle)
+	fmt.Printf("writes: to claims, PVs, Events and Leases by the sidecar's ServiceAccount, from the audit log, leader election renewals excluded (Stowage's journal, a Lease, counted); provision counts those until %s after all are Bound, delete the rest until the sidecar exited; all clients: the sidecar's and every other client's writes to those (the controller manager's binder, the benchmark's creates and deletes), Leases aside.\n", settle)
 	fmt.Println()
 }
 
@@ -117,7 +117,7 @@ func provisionStorm(t *testing.T, ctx context.Context, path string, n int, args 
 	server := func(w rig.AuditWrite) bool {
 		return counted(w) || (w.User != provisionerUser && w.Resource != "leases")
 	}
-	// The sidecar's work writes are to PVs (the claims' Events and the intent record aside); the controller
+	// The sidecar's work writes are to PVs (the claims' Events and the journal aside); the controller
 	// manager's binder writes the statuses: claims Bound when provisioning, PVs Released when deleting.
 	work := func(w rig.AuditWrite) bool { return counted(w) && w.Resource == "persistentvolumes" }
 	binder := func(resource string) func(rig.AuditWrite) bool {

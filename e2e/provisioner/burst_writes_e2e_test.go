@@ -22,7 +22,7 @@ const burstClaims = 60
 // TestE2EProvisionerBurstWrites provisions the same burst of claims with upstream's csi-provisioner
 // (external-provisioner v6.4.0, built by e2e/tools) and then with Stowage's, one after the other on one control
 // plane, each at its defaults, and counts each one's writes from the API server's audit log: PVs, claims, the
-// claims' Events and, for Stowage, its intent record Lease (the leader election Lease and its Event are left out
+// claims' Events and, for Stowage, its journal Lease (the leader election Lease and its Event are left out
 // for both). The claims are all there when the provisioner starts, so both see the same burst. Stowage writes
 // what upstream writes for each claim, and its leak guarantee costs a few record writes for the whole burst.
 func TestE2EProvisionerBurstWrites(t *testing.T) {
@@ -36,11 +36,11 @@ func TestE2EProvisionerBurstWrites(t *testing.T) {
 		t.Errorf("Stowage wrote %d claims and created %d PVs, upstream %d PVs; want 0, %d, %d", st.claims, st.pvs, up.pvs, burstClaims, burstClaims)
 	}
 	if st.total-st.record > up.total {
-		t.Errorf("Stowage's writes besides its intent record: %d, upstream's %d", st.total-st.record, up.total)
+		t.Errorf("Stowage's writes besides its journal: %d, upstream's %d", st.total-st.record, up.total)
 	}
 	// One batch of entries (or a few, as workers reach it), and the clearing write at shutdown.
 	if st.record == 0 || st.record > 4 {
-		t.Errorf("%d intent record writes for a burst of %d claims, want 1 to 4", st.record, burstClaims)
+		t.Errorf("%d journal writes for a burst of %d claims, want 1 to 4", st.record, burstClaims)
 	}
 }
 
@@ -91,7 +91,7 @@ func burstWrites(t *testing.T, e *provisionerTest, ns, path string) burstCount {
 		case strings.HasPrefix(w.Resource, "events") && strings.HasPrefix(w.Name, "c0"):
 			// Events on the claims ("<claim>.<suffix>"), not the leader election one on the Lease.
 			c.events++
-		case strings.HasPrefix(w.Resource, "leases") && w.Name == intentRecordLease:
+		case strings.HasPrefix(w.Resource, "leases") && w.Name == journalLease:
 			c.record++
 		default:
 			continue

@@ -245,7 +245,7 @@ func testBadClass(t *testing.T, e *provisionerTest) {
 		t.Errorf("a claim that never reached CreateVolume got the intent finalizer")
 	}
 	if recordHas(t, e.kube, pvc.UID, "pvc-"+string(pvc.UID)) {
-		t.Errorf("a claim that never reached CreateVolume got an intent record entry")
+		t.Errorf("a claim that never reached CreateVolume got a journal entry")
 	}
 	if err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, pvc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func testMetrics(t *testing.T, e *provisionerTest) {
 
 // testKilledDuringCreate kills the provisioner while CreateVolume for a claim is blocked in the driver, lets
 // the driver make the volume anyway, deletes the claim (which goes at once: nothing of the provisioner's holds
-// it) and checks that a new provisioner, from the entry the intent record kept, deletes the volume.
+// it) and checks that a new provisioner, from the entry the journal kept, deletes the volume.
 func testKilledDuringCreate(t *testing.T, e *provisionerTest) {
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -306,7 +306,7 @@ func testKilledDuringCreate(t *testing.T, e *provisionerTest) {
 	}
 	// The entry was acknowledged before CreateVolume was called, and nothing was written to the claim.
 	if !recordHas(t, e.kube, pvc.UID, volName) {
-		t.Fatalf("no intent record entry for claim %s (volume %s) while CreateVolume runs", pvc.UID, volName)
+		t.Fatalf("no journal entry for claim %s (volume %s) while CreateVolume runs", pvc.UID, volName)
 	}
 	if got, err := e.kube.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, pvc.Name, metav1.GetOptions{}); err != nil || slices.Contains(got.Finalizers, intentKey) {
 		t.Fatalf("claim written for the intent (finalizers %v, err %v)", got.Finalizers, err)
@@ -439,7 +439,7 @@ func testWriteVerbs(t *testing.T, e *provisionerTest) {
 		}
 	}
 	records := countRecordWrites(writes)
-	t.Logf("%d PVs created, %d intent record writes", pvCreates, records)
+	t.Logf("%d PVs created, %d journal writes", pvCreates, records)
 	if pvCreates < 5 || records == 0 || records > 2*pvCreates {
 		t.Errorf("%d PV creates and %d record writes: %q", pvCreates, records, rig.Strings(writes))
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
-// The intent record of csi-provisioner (provisioner/internal/provision/journal.go): a Lease next to the leader
+// The journal of csi-provisioner (provisioner/internal/provision/journal.go): a Lease next to the leader
 // election one, whose annotations hold an entry per claim whose volume may exist with no PV recording it.
 const (
-	intentRecordLease     = "mock-csi-stowage-io-intents"
-	intentRecordAnnPrefix = "intent.provisioner.stowage-csi.io/"
+	journalLease     = "mock-csi-stowage-io-intents"
+	journalAnnPrefix = "intent.provisioner.stowage-csi.io/"
 )
 
 // recordEntry is the part of an entry the tests read.
@@ -32,9 +32,9 @@ type recordEntry struct {
 	Volume    string `json:"volume"`
 }
 
-// intentRecord returns the record's entries by claim UID; no Lease means none.
-func intentRecord(ctx context.Context, kube kubernetes.Interface) (map[types.UID]recordEntry, error) {
-	lease, err := kube.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, intentRecordLease, metav1.GetOptions{})
+// journal returns the journal's entries by claim UID; no Lease means none.
+func journal(ctx context.Context, kube kubernetes.Interface) (map[types.UID]recordEntry, error) {
+	lease, err := kube.CoordinationV1().Leases(sidecarrig.Namespace).Get(ctx, journalLease, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -43,7 +43,7 @@ func intentRecord(ctx context.Context, kube kubernetes.Interface) (map[types.UID
 	}
 	out := map[types.UID]recordEntry{}
 	for k, v := range lease.Annotations {
-		uid, ok := strings.CutPrefix(k, intentRecordAnnPrefix)
+		uid, ok := strings.CutPrefix(k, journalAnnPrefix)
 		if !ok {
 			continue
 		}
@@ -59,7 +59,7 @@ func intentRecord(ctx context.Context, kube kubernetes.Interface) (map[types.UID
 // recordHas reports whether the record holds an entry for the claim with uid, for volume volName.
 func recordHas(t *testing.T, kube kubernetes.Interface, uid types.UID, volName string) bool {
 	t.Helper()
-	got, err := intentRecord(context.Background(), kube)
+	got, err := journal(context.Background(), kube)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,18 +71,18 @@ func recordHas(t *testing.T, kube kubernetes.Interface, uid types.UID, volName s
 // with the next record write, or alone after 10 s).
 func waitRecordCleared(t *testing.T, kube kubernetes.Interface, uid types.UID) {
 	t.Helper()
-	rig.Eventually(t, context.Background(), 60*time.Second, "entry of claim "+string(uid)+" cleared from the intent record", func(ctx context.Context) (bool, error) {
-		got, err := intentRecord(ctx, kube)
+	rig.Eventually(t, context.Background(), 60*time.Second, "entry of claim "+string(uid)+" cleared from the journal", func(ctx context.Context) (bool, error) {
+		got, err := journal(ctx, kube)
 		_, ok := got[uid]
 		return err == nil && !ok, err
 	})
 }
 
-// countRecordWrites counts the writes of csi-provisioner to its intent record Lease in writes.
+// countRecordWrites counts the writes of csi-provisioner to its journal Lease in writes.
 func countRecordWrites(writes []rig.AuditWrite) int {
 	n := 0
 	for _, w := range writes {
-		if strings.HasPrefix(w.Resource, "leases") && w.Name == intentRecordLease {
+		if strings.HasPrefix(w.Resource, "leases") && w.Name == journalLease {
 			n++
 		}
 	}
