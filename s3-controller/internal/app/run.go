@@ -36,17 +36,32 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	if cfg.MountpointPod.HeadroomEnabled() {
 		logger.Info("Headroom for Mountpoint Pods is on (experimental, as upstream): workloads gated with "+reconciler.GateReserveHeadroom+" get headroom Pods and are ungated; this needs patch on pods cluster-wide", "headroomImage", cfg.MountpointPod.HeadroomImage)
 	}
-
-	restConfig, err := restConfig(cfg)
+	mgr, lock, err := newManager(cfg, logger)
 	if err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	if err := addControllers(ctx, mgr, cfg); err != nil {
 		return err
 	}
-	if err := s3api.AddToScheme(scheme); err != nil {
+	if err := addChecks(mgr, lock, cfg); err != nil {
 		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// newManager builds the controller-runtime manager with the API types the controller reads and, with
+// --leader-election, the Lease lock whose health the manager reports (nil without).
+func newManager(cfg *config.Config, logger klog.Logger) (manager.Manager, *watchedLock, error) {
+	restConfig, err := restConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, nil, err
+	}
+	if err := s3api.AddToScheme(scheme); err != nil {
+		return nil, nil, err
 	}
 	opts := manager.Options{
 		Scheme:                 scheme,
@@ -57,7 +72,7 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	var lock *watchedLock
 	if cfg.LeaderElection {
 		if lock, err = newLeaseLock(restConfig, cfg); err != nil {
-			return err
+			return nil, nil, err
 		}
 		opts.LeaderElection = true
 		opts.LeaderElectionID = config.LeaseName
@@ -68,8 +83,14 @@ func Run(ctx context.Context, cfg *config.Config) error {
 	}
 	mgr, err := manager.New(restConfig, opts)
 	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
+		return nil, nil, fmt.Errorf("create manager: %w", err)
 	}
+	return mgr, lock, nil
+}
+
+// addControllers adds the Mountpoint Pod reconciler, its stale-attachment cleaner and, with --csi-endpoint,
+// the CSI controller service.
+func addControllers(ctx context.Context, mgr manager.Manager, cfg *config.Config) error {
 	if err := reconciler.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
@@ -88,10 +109,14 @@ func Run(ctx context.Context, cfg *config.Config) error {
 		return err
 	}
 	if cfg.CSIEndpoint != "" {
-		if err := addCSIController(ctx, mgr, cfg); err != nil {
-			return err
-		}
+		return addCSIController(ctx, mgr, cfg)
 	}
+	return nil
+}
+
+// addChecks serves /healthz (and the leader election's health when there is a lock) and /readyz, ready once
+// the informers' caches synced.
+func addChecks(mgr manager.Manager, lock *watchedLock, cfg *config.Config) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
@@ -100,15 +125,12 @@ func Run(ctx context.Context, cfg *config.Config) error {
 			return err
 		}
 	}
-	if err := mgr.AddReadyzCheck("informers", func(req *http.Request) error {
+	return mgr.AddReadyzCheck("informers", func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return fmt.Errorf("informer caches not synced")
 		}
 		return nil
-	}); err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+	})
 }
 
 // addCSIController serves the CSI controller service for dynamic provisioning beside the reconciler.

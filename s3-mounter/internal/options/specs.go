@@ -2,6 +2,7 @@ package options
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -42,6 +43,15 @@ const checkArgsFlag = "check-args"
 // specs maps every long option name (without dashes) to its handling: every option of mount-s3 1.2x
 // (shared/mountpointopts) and the hidden --check-args. Built per call so nothing package-level is mutable.
 func specs() map[string]spec {
+	all := s3Specs()
+	maps.Copy(all, mountSpecs())
+	maps.Copy(all, tuningSpecs())
+	return all
+}
+
+// s3Specs are the options of the bucket and its objects: where it is, how requests are signed and sent, and
+// what an upload stores.
+func s3Specs() map[string]spec {
 	return map[string]spec{
 		"prefix": valueFlag(func(c *Config, v string) error {
 			if v != "" && !strings.HasSuffix(v, "/") {
@@ -68,8 +78,34 @@ func specs() map[string]spec {
 			c.UploadChecksums = v
 			return oneOf("--upload-checksums", v, "crc32c", "off")
 		}),
-		"no-sign-request":    boolFlag(func(c *Config) { c.NoSignRequest = true }),
-		"profile":            stringFlag("profile", func(c *Config) *string { return &c.Profile }),
+		"no-sign-request": boolFlag(func(c *Config) { c.NoSignRequest = true }),
+		"profile":         stringFlag("profile", func(c *Config) *string { return &c.Profile }),
+		"bind": {kind: flagValue, repeat: true, apply: func(c *Config, v string) error {
+			c.Bind = append(c.Bind, v)
+			return nonEmpty("--bind", v)
+		}},
+		"storage-class": stringFlag("storage-class", func(c *Config) *string { return &c.StorageClass }),
+		"sse": valueFlag(func(c *Config, v string) error {
+			c.SSE = v
+			return oneOf("--sse", v, "AES256", "aws:kms", "aws:kms:dsse")
+		}),
+		"sse-kms-key-id": valueFlag(func(c *Config, v string) error {
+			// mount-s3 takes only a key ARN: S3 would accept an alias, but Mountpoint refuses it up front.
+			if !strings.HasPrefix(v, "arn:") || !strings.Contains(v, ":key") {
+				return fmt.Errorf("--sse-kms-key-id %q: want a KMS key ARN (arn:...:key/...); key IDs and aliases are not accepted", v)
+			}
+			c.SSEKMSKeyID = v
+			return nil
+		}),
+		"user-agent-prefix": valueFlag(func(c *Config, v string) error { c.UserAgentPrefix = v; return nil }),
+		checkArgsFlag:       boolFlag(func(c *Config) { c.CheckArgs = true }),
+	}
+}
+
+// mountSpecs are the options of the mount itself: what it allows, who owns its files, how long metadata is
+// trusted, logging, and the process's own switches.
+func mountSpecs() map[string]spec {
+	return map[string]spec{
 		"read-only":          boolFlag(func(c *Config) { c.ReadOnly = true }),
 		"allow-delete":       boolFlag(func(c *Config) { c.AllowDelete = true }),
 		"allow-overwrite":    boolFlag(func(c *Config) { c.AllowOverwrite = true }),
@@ -112,6 +148,12 @@ func specs() map[string]spec {
 			c.NegativeMetadataTTLSet = true
 			return err
 		}),
+	}
+}
+
+// tuningSpecs are the cache and transfer options.
+func tuningSpecs() map[string]spec {
+	return map[string]spec{
 		"cache":    stringFlag("cache", func(c *Config) *string { return &c.CacheDir }),
 		"cache-xz": valueFlag(parseCacheXZ),
 		"max-cache-size": valueFlag(func(c *Config, v string) (err error) {
@@ -144,25 +186,6 @@ func specs() map[string]spec {
 			c.MaximumThroughputGbps = f
 			return nil
 		}),
-		"bind": {kind: flagValue, repeat: true, apply: func(c *Config, v string) error {
-			c.Bind = append(c.Bind, v)
-			return nonEmpty("--bind", v)
-		}},
-		"storage-class": stringFlag("storage-class", func(c *Config) *string { return &c.StorageClass }),
-		"sse": valueFlag(func(c *Config, v string) error {
-			c.SSE = v
-			return oneOf("--sse", v, "AES256", "aws:kms", "aws:kms:dsse")
-		}),
-		"sse-kms-key-id": valueFlag(func(c *Config, v string) error {
-			// mount-s3 takes only a key ARN: S3 would accept an alias, but Mountpoint refuses it up front.
-			if !strings.HasPrefix(v, "arn:") || !strings.Contains(v, ":key") {
-				return fmt.Errorf("--sse-kms-key-id %q: want a KMS key ARN (arn:...:key/...); key IDs and aliases are not accepted", v)
-			}
-			c.SSEKMSKeyID = v
-			return nil
-		}),
-		"user-agent-prefix": valueFlag(func(c *Config, v string) error { c.UserAgentPrefix = v; return nil }),
-		checkArgsFlag:       boolFlag(func(c *Config) { c.CheckArgs = true }),
 	}
 }
 
