@@ -24,7 +24,6 @@ var awaitingSplit = map[string]bool{
 	"ebs-plugin/internal/driver/controller_create_volume.go CreateVolume": true,
 	"ebs-plugin/internal/driver/node_publish.go NodePublishVolume":        true,
 	"ebs-plugin/internal/driver/node_stage.go NodeStageVolume":            true,
-	"ebs-plugin/internal/params/volume.go ParseVolumeFor":                 true,
 }
 
 // LongFunctions returns the production functions under root over MaxFuncLines lines: those of the Go files git

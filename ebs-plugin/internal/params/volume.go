@@ -73,83 +73,20 @@ func ParseVolumeFor(raw map[string]string, block bool, fsTypes []string) (*Volum
 	v := &Volume{VolumeType: DefaultVolumeType}
 	var tagKeys []string
 	formatKeys := map[string]string{}
-	fsTypeSet := false
 	for rawKey, value := range raw {
 		if strings.HasPrefix(rawKey, TagSpecificationPrefix) {
 			tagKeys = append(tagKeys, rawKey)
 			continue
 		}
-		key := strings.ToLower(rawKey)
-		var err error
-		switch key {
-		case KeyFsType:
-			v.FsType, fsTypeSet = value, true
-		case KeyFsTypeDeprecated:
-			v.Warnings = append(v.Warnings, `parameter "fstype" is deprecated and ignored; use "csi.storage.k8s.io/fstype"`)
-		case KeyVolumeType:
-			v.VolumeType = strings.ToLower(value)
-			if !volumeTypes[v.VolumeType] {
-				return nil, invalid(rawKey, value, "unknown volume type; want one of gp2, gp3, io1, io2, sc1, st1, standard")
-			}
-		case KeyIOPSPerGB:
-			v.IOPSPerGB, err = count(rawKey, value)
-		case KeyAllowAutoIOPSPerGBIncrease:
-			v.AllowIOPSPerGBIncrease = flag(rawKey, value, &v.Warnings)
-		case KeyAllowAutoIOPSIncreaseOnModify:
-			v.AllowIOPSIncreaseOnModify = flag(rawKey, value, &v.Warnings)
-		case KeyIOPS:
-			v.IOPS, err = count(rawKey, value)
-		case KeyThroughput:
-			v.Throughput, err = count(rawKey, value)
-		case KeyEncrypted:
-			v.Encrypted = flag(rawKey, value, &v.Warnings)
-		case KeyKMSKeyID:
-			v.KMSKeyID = value
-		case KeyBlockExpress:
-			v.BlockExpress = flag(rawKey, value, &v.Warnings)
-		case KeyVolumeInitializationRate:
-			v.VolumeInitializationRate, err = count(rawKey, value)
-		case KeyBlockAttachUntilInitialized:
-			v.BlockAttachUntilInitialized = flag(rawKey, value, &v.Warnings)
-		case KeyBlockSize, KeyInodeSize, KeyBytesPerInode, KeyNumberOfInodes, KeyExt4ClusterSize:
-			if !alnum.MatchString(value) {
-				return nil, invalid(rawKey, value, "must be alphanumeric")
-			}
-			formatKeys[key] = value
-		case KeyExt4BigAlloc, KeyExt4EncryptionSupport:
-			if flag(rawKey, value, &v.Warnings) {
-				formatKeys[key] = "true"
-			}
-		case KeyPVCName:
-			v.PVCName = value
-		case KeyPVCNamespace:
-			v.PVCNamespace = value
-		case KeyPVName:
-			v.PVName = value
-		default:
-			return nil, invalid(rawKey, value, "unknown parameter")
-		}
-		if err != nil {
+		if err := v.setParam(rawKey, value, formatKeys); err != nil {
 			return nil, err
 		}
 	}
-	if !fsTypeSet || v.FsType == "" {
+	if v.FsType == "" {
 		v.FsType = DefaultFsType
 	}
-	if _, ok := FileSystems[v.FsType]; !ok && !block {
-		return nil, invalid(KeyFsType, v.FsType, "unsupported filesystem; want one of ext2, ext3, ext4, xfs")
-	}
-	if v.IOPS > 0 && v.IOPSPerGB > 0 {
-		return nil, invalid(KeyIOPS, strconv.Itoa(int(v.IOPS)), "iops and iopsPerGB are mutually exclusive")
-	}
-	if v.KMSKeyID != "" {
-		v.Encrypted = true // EC2 refuses a KMS key on an unencrypted volume; upstream forces it.
-	}
-	if v.Throughput > 0 && v.VolumeType != VolumeTypeGP3 {
-		return nil, invalid(KeyThroughput, strconv.Itoa(int(v.Throughput)), "throughput is only valid for gp3 volumes, type is %q", v.VolumeType)
-	}
-	if (v.VolumeType == VolumeTypeIO1 || v.VolumeType == VolumeTypeIO2) && v.IOPS == 0 && v.IOPSPerGB == 0 {
-		return nil, invalid(KeyVolumeType, v.VolumeType, "io1 and io2 volumes need iops or iopsPerGB")
+	if err := v.check(block); err != nil {
+		return nil, err
 	}
 	if len(fsTypes) > 0 {
 		v.FsType = fsTypes[0]
@@ -164,6 +101,82 @@ func ParseVolumeFor(raw map[string]string, block bool, fsTypes []string) (*Volum
 		v.TagSpecs = append(v.TagSpecs, raw[k])
 	}
 	return v, nil
+}
+
+// setParam sets what one StorageClass parameter says (its key matched lowercased, as upstream); format options
+// are collected in formatKeys, to be checked against the filesystem once every key is read.
+func (v *Volume) setParam(rawKey, value string, formatKeys map[string]string) error {
+	key := strings.ToLower(rawKey)
+	var err error
+	switch key {
+	case KeyFsType:
+		v.FsType = value
+	case KeyFsTypeDeprecated:
+		v.Warnings = append(v.Warnings, `parameter "fstype" is deprecated and ignored; use "csi.storage.k8s.io/fstype"`)
+	case KeyVolumeType:
+		v.VolumeType = strings.ToLower(value)
+		if !volumeTypes[v.VolumeType] {
+			return invalid(rawKey, value, "unknown volume type; want one of gp2, gp3, io1, io2, sc1, st1, standard")
+		}
+	case KeyIOPSPerGB:
+		v.IOPSPerGB, err = count(rawKey, value)
+	case KeyAllowAutoIOPSPerGBIncrease:
+		v.AllowIOPSPerGBIncrease = flag(rawKey, value, &v.Warnings)
+	case KeyAllowAutoIOPSIncreaseOnModify:
+		v.AllowIOPSIncreaseOnModify = flag(rawKey, value, &v.Warnings)
+	case KeyIOPS:
+		v.IOPS, err = count(rawKey, value)
+	case KeyThroughput:
+		v.Throughput, err = count(rawKey, value)
+	case KeyEncrypted:
+		v.Encrypted = flag(rawKey, value, &v.Warnings)
+	case KeyKMSKeyID:
+		v.KMSKeyID = value
+	case KeyBlockExpress:
+		v.BlockExpress = flag(rawKey, value, &v.Warnings)
+	case KeyVolumeInitializationRate:
+		v.VolumeInitializationRate, err = count(rawKey, value)
+	case KeyBlockAttachUntilInitialized:
+		v.BlockAttachUntilInitialized = flag(rawKey, value, &v.Warnings)
+	case KeyBlockSize, KeyInodeSize, KeyBytesPerInode, KeyNumberOfInodes, KeyExt4ClusterSize:
+		if !alnum.MatchString(value) {
+			return invalid(rawKey, value, "must be alphanumeric")
+		}
+		formatKeys[key] = value
+	case KeyExt4BigAlloc, KeyExt4EncryptionSupport:
+		if flag(rawKey, value, &v.Warnings) {
+			formatKeys[key] = "true"
+		}
+	case KeyPVCName:
+		v.PVCName = value
+	case KeyPVCNamespace:
+		v.PVCNamespace = value
+	case KeyPVName:
+		v.PVName = value
+	default:
+		return invalid(rawKey, value, "unknown parameter")
+	}
+	return err
+}
+
+// check refuses the combinations EC2 or the node cannot serve, naming the parameter.
+func (v *Volume) check(block bool) error {
+	if _, ok := FileSystems[v.FsType]; !ok && !block {
+		return invalid(KeyFsType, v.FsType, "unsupported filesystem; want one of ext2, ext3, ext4, xfs")
+	}
+	if v.IOPS > 0 && v.IOPSPerGB > 0 {
+		return invalid(KeyIOPS, strconv.Itoa(int(v.IOPS)), "iops and iopsPerGB are mutually exclusive")
+	}
+	if v.KMSKeyID != "" {
+		v.Encrypted = true // EC2 refuses a KMS key on an unencrypted volume; upstream forces it.
+	}
+	if v.Throughput > 0 && v.VolumeType != VolumeTypeGP3 {
+		return invalid(KeyThroughput, strconv.Itoa(int(v.Throughput)), "throughput is only valid for gp3 volumes, type is %q", v.VolumeType)
+	}
+	if (v.VolumeType == VolumeTypeIO1 || v.VolumeType == VolumeTypeIO2) && v.IOPS == 0 && v.IOPSPerGB == 0 {
+		return invalid(KeyVolumeType, v.VolumeType, "io1 and io2 volumes need iops or iopsPerGB")
+	}
+	return nil
 }
 
 // formatParams lists the format options in a fixed order (so errors are deterministic) with the names users
