@@ -91,6 +91,12 @@ func Start(t testing.TB, o Options) *Stack {
 	if err := installSnapshotController(ctx, c, root, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+	s.installChart(t, ctx, root)
+	for _, n := range c.Nodes {
+		waitRegistered(t, ctx, c.Client(), n.Name)
+	}
+	// Only now: snapshot-controller, like every Pod without the driver's toleration, waits for the startup
+	// taint to leave a node.
 	rig.Eventually(t, ctx, installTimeout, "snapshot-controller to be available", func(ctx context.Context) (bool, error) {
 		d, err := c.Client().AppsV1().Deployments(Namespace).Get(ctx, "snapshot-controller", metav1.GetOptions{})
 		if err != nil {
@@ -98,10 +104,6 @@ func Start(t testing.TB, o Options) *Stack {
 		}
 		return d.Status.AvailableReplicas > 0, nil
 	})
-	s.installChart(t, ctx, root)
-	for _, n := range c.Nodes {
-		waitRegistered(t, ctx, c.Client(), n.Name)
-	}
 	return s
 }
 
