@@ -91,6 +91,22 @@ func Start(t testing.TB, o Options) *Stack {
 	if err := installSnapshotController(ctx, c, root, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+	// Runs after helm uninstall: every Pod of the install is gone before the nodes stop, so no container is
+	// still exiting in a cgroup the node's teardown removes.
+	t.Cleanup(func() {
+		ctx := context.Background()
+		client := c.Client()
+		if err := client.AppsV1().Deployments(Namespace).Delete(ctx, "snapshot-controller", metav1.DeleteOptions{}); err != nil {
+			t.Errorf("delete snapshot-controller: %v", err)
+		}
+		rig.Eventually(t, ctx, installTimeout, "the install's Pods to go", func(ctx context.Context) (bool, error) {
+			pods, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err
+			}
+			return len(pods.Items) == 0, nil
+		})
+	})
 	s.installChart(t, ctx, root)
 	for _, n := range c.Nodes {
 		waitRegistered(t, ctx, c.Client(), n.Name)
