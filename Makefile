@@ -10,7 +10,7 @@ GO_TEST_FLAGS ?=
 # e2e tests start real control planes, loop devices and FUSE mounts; two packages at a time fit 2 cores.
 E2E_PARALLEL ?= 2
 
-.PHONY: all build test test-unit test-fuzz test-e2e test-deploy test-report lint bench clean demo images chaos
+.PHONY: all build test test-unit test-fuzz test-e2e test-deploy test-report lint bench clean demo images chaos conformance
 
 all: build
 
@@ -126,6 +126,13 @@ bench:
 CHAOS_LIFECYCLES ?= 200
 chaos:
 	cd e2e && STOWAGE_CHAOS_LIFECYCLES=$(CHAOS_LIFECYCLES) go test -count=1 -tags e2e -run '^TestE2EEBSChaos$$' -v -timeout 90m ./ebsstack/
+
+# Kubernetes' External Storage suite (e2e.test at the rig's pin), the whole focus for ebs.csi.aws.com with
+# [Serial] included, against the stowage-ebs chart on two real nodes in two zones (e2e/conformance); never part
+# of `make test`, which runs its short form. It prints the table of passed, failed and skipped per test pattern
+# and suite, and keeps the JUnit report, e2e.test's log and the table in $STOWAGE_CACHE_DIR/conformance/full.
+conformance:
+	cd e2e && STOWAGE_CONFORMANCE=full go test -count=1 -tags e2e -run '^TestE2EConformance$$' -v -timeout 7h ./conformance/
 
 # The EBS storage stack on this machine (control plane, emulated EC2, Stowage binaries, simulated kubelets),
 # walking volumes through their life. Needs root. DEMO_FLAGS=--keep leaves it running until Ctrl-C.

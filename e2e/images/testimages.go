@@ -16,6 +16,9 @@ const (
 	PauseImage = "registry.k8s.io/pause:3.10.2"
 	// BusyboxImage is the rig's own pods' image.
 	BusyboxImage = "busybox:1.37"
+	// AgnhostImage is the e2e suite's test program; the storage suites run it as the hostexec Pod, which
+	// runs commands on a node through nsenter.
+	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
 )
 
 // BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx and
@@ -102,4 +105,19 @@ func buildPause(ctx context.Context, repoRoot, dir string) (string, error) {
 		return "", err
 	}
 	return out, nil
+}
+
+// Agnhost writes the agnhost image (AgnhostImage) around an agnhost binary (tools.Agnhost): on the busybox
+// base, whose applets stand in for the real image's Debian tools (nsenter, sh, mount), with agnhost's
+// entrypoint and its default command, pause.
+func Agnhost(ctx context.Context, cacheDir, binary string) (Archive, error) {
+	if cacheDir == "" {
+		return Archive{}, errors.New("images: CacheDir is required")
+	}
+	spec := &Spec{
+		Name: "agnhost", Base: BaseBusybox, Copies: []Copy{{Bin: "agnhost", Dst: "/agnhost"}},
+		Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"},
+	}
+	source := func(string) (string, error) { return binary, nil }
+	return assemble(ctx, spec, []string{AgnhostImage}, source, filepath.Join(cacheDir, ImageDir))
 }

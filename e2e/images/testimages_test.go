@@ -5,7 +5,9 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -59,5 +61,35 @@ func TestTestImagesBuildPauseAndBusybox(t *testing.T) {
 	rest, _ := io.ReadAll(r)
 	if err := cmd.Wait(); err != nil || !strings.Contains(string(rest), "Shutting down") {
 		t.Errorf("pause on SIGTERM: %v, want exit 0 and a shutdown line; stderr: %s", err, rest)
+	}
+}
+
+// TestAgnhostImage checks the agnhost archive: its upstream name, the binary at /agnhost, agnhost's
+// entrypoint and default command, and nsenter, which the storage suites' hostexec Pods run, on the PATH.
+func TestAgnhostImage(t *testing.T) {
+	cache := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "agnhost")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Agnhost(context.Background(), cache, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(); err != nil {
+		t.Error(err)
+	}
+	if len(a.Refs) != 1 || a.Refs[0] != AgnhostImage {
+		t.Errorf("refs %q, want %q", a.Refs, AgnhostImage)
+	}
+	if got := a.Spec.Entrypoint; len(got) != 1 || got[0] != "/agnhost" || len(a.Spec.Cmd) != 1 || a.Spec.Cmd[0] != "pause" {
+		t.Errorf("entrypoint %q cmd %q, want [/agnhost] [pause]", got, a.Spec.Cmd)
+	}
+	fsys := readArchive(t, a)
+	if n := fsys.get("/agnhost"); n == nil || n.typ != tar.TypeReg {
+		t.Errorf("/agnhost: %+v, want a file", n)
+	}
+	if n := fsys.get("/bin/nsenter"); n == nil || n.typ != tar.TypeSymlink || n.target != "busybox" {
+		t.Errorf("/bin/nsenter: %+v, want a link to busybox", n)
 	}
 }

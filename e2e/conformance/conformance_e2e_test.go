@@ -1,0 +1,115 @@
+//go:build e2e
+
+package conformance
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stowage-csi/stowage/e2e/ebsinstall"
+	"github.com/stowage-csi/stowage/e2e/images"
+	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
+)
+
+// modeEnv selects the run: unset, the short form `make test` runs; "full", the whole External Storage focus
+// `make conformance` runs, [Serial] included.
+const modeEnv = "STOWAGE_CONFORMANCE"
+
+// fullFocus is every spec of the suite for the driver.
+const fullFocus = `External.Storage.*\[Driver: ebs\.csi\.aws\.com\]`
+
+// shortFocus is a fixed handful of specs, one or two per area, that fit `make test`: provisioning with a
+// mount option, data kept on ext4, xfs and a block volume, snapshot and restore, online expansion (of xfs:
+// ext4's needs a capability this machine withholds, see testdata/skips.yaml), and provisioning in the zone a
+// class allows.
+var shortFocus = fullFocus + `.*(` + strings.Join([]string{
+	`\[Testpattern: Dynamic PV \(default fs\)\] provisioning should provision storage with mount options`,
+	`\[Testpattern: Dynamic PV \(ext4\)\] volumes should store data`,
+	`\[Testpattern: Dynamic PV \(xfs\)\] \[Slow\] volumes should store data`,
+	`\[Testpattern: Dynamic PV \(block volmode\)\] volumes should store data`,
+	`\[Testpattern: Dynamic Snapshot \(delete policy\)\] snapshottable \[Feature:VolumeSnapshotDataSource\] volume snapshot controller should check snapshot fields, check restore correctly works after modifying source data, check deletion \(persistent\)`,
+	`\[Testpattern: Dynamic PV \(xfs\)\] \[Slow\] volume-expand should resize volume when PVC is edited while pod is using it`,
+	`\[Testpattern: Dynamic PV \(delayed binding\)\] topology should provision a volume and schedule a pod with AllowedTopologies`,
+}, "|") + `)`
+
+// TestE2EConformance runs Kubernetes' External Storage suite (e2e.test at the rig's pin) against the
+// stowage-ebs chart on two real nodes in two zones, ec2sim as EC2, with testdata/ebs-testdriver.yaml. It
+// prints the table of passed, failed and skipped specs per test pattern and suite, keeps the JUnit report
+// and e2e.test's log under $STOWAGE_CACHE_DIR/conformance/<mode>, and fails on any failed spec and on any
+// skip that is neither the framework's own nor in testdata/skips.yaml.
+func TestE2EConformance(t *testing.T) {
+	ctx := context.Background()
+	mode, focus, timeout := "short", shortFocus, 25*time.Minute
+	if os.Getenv(modeEnv) == "full" {
+		mode, focus, timeout = "full", fullFocus, 6*time.Hour
+	}
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	skips, err := ReadSkipList(filepath.Join("testdata", "skips.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eTest, err := tools.Binary(ctx, tools.E2ETest(), "e2e.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agnhostBin, err := tools.Binary(ctx, tools.Agnhost(), "agnhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	agnhost, err := images.Agnhost(ctx, tools.CacheDir(root), agnhostBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testData, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s := ebsinstall.Start(t, ebsinstall.Options{ExtraImages: []string{agnhost.Path}})
+	run := Run{
+		E2ETest: e2eTest, Kubeconfig: s.Cluster.Kubeconfig(), TestData: testData, DriverFile: "ebs-testdriver.yaml",
+		Focus: focus, Skip: skips.Regex(), ReportDir: filepath.Join(tools.CacheDir(root), "conformance", mode),
+		Timeout: timeout,
+	}
+	wall, err := run.Execute(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := ReadJUnit(run.JUnit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Judge(results, regexp.MustCompile(focus), skips)
+	var table strings.Builder
+	if err := WriteTable(&table, results, v, wall); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run.ReportDir, "table.txt"), []byte(table.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("External Storage suite, %s form (JUnit %s, log %s):\n%s", mode, run.JUnit(), run.Log(), table.String())
+	if !hasPassed(results) {
+		t.Errorf("no spec passed: the focus %q selected nothing that ran", focus)
+	}
+	if err := v.Err(); err != nil {
+		t.Errorf("%v\n(e2e.test's log: %s)", err, run.Log())
+	}
+}
+
+func hasPassed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Status == Passed {
+			return true
+		}
+	}
+	return false
+}
