@@ -62,7 +62,11 @@ func (r *cgroupRoot) mkdirAll(hierarchy string, cpuset bool) error {
 		if _, err := os.Stat(dir); err == nil {
 			continue
 		}
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		// The nodes of a cluster start at once and share the path's upper directories: the one that loses the
+		// race to create one finds it there, and leaves its removal to the one that made it.
+		if err := os.Mkdir(dir, 0o755); errors.Is(err, fs.ErrExist) {
+			continue
+		} else if err != nil {
 			return fmt.Errorf("create cgroup %s: %w", dir, err)
 		}
 		r.created = append(r.created, dir)
