@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 
@@ -53,27 +52,14 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	}
 	var source string
 	if block {
-		source, err = d.mounter.FindDevice(req.GetPublishContext()[DevicePathKey], volID)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, status.Errorf(codes.NotFound, "volume %s: %v", volID, err)
-			}
-			return nil, status.Errorf(codes.Internal, "volume %s: %v", volID, err)
+		// As at NodeStageVolume, the device is checked to be the volume: the devicePath of a Xen instance may
+		// by now be another volume's device, and a raw block Pod would write straight onto it.
+		if source, err = d.attachedDevice(volID, req.GetPublishContext(), partition); err != nil {
+			return nil, err
 		}
-		// As at NodeStageVolume: the devicePath of a Xen instance may by now be another volume's device,
-		// and a raw block Pod would write straight onto it.
-		if err := d.mounter.VerifyDevice(source, volID); err != nil {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
+		if err := blockTarget(target); err != nil {
+			return nil, err
 		}
-		source = partitionDevice(source, partition)
-		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-			return nil, status.Errorf(codes.Internal, "create parent of target_path %s: %v", target, err)
-		}
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o640)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "create target_path file %s: %v", target, err)
-		}
-		_ = f.Close()
 	} else {
 		source = staging
 		mountedStaging, err := d.mounter.IsMountPoint(staging)
@@ -118,4 +104,17 @@ func (d *Driver) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublish
 	}
 	klog.FromContext(ctx).V(2).Info("Volume unpublished", "volumeID", volID, "target", target)
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// blockTarget creates the file a raw block volume is bind-mounted on, and its directory.
+func blockTarget(target string) error {
+	if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+		return status.Errorf(codes.Internal, "create parent of target_path %s: %v", target, err)
+	}
+	f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o640)
+	if err != nil {
+		return status.Errorf(codes.Internal, "create target_path file %s: %v", target, err)
+	}
+	_ = f.Close() // opened read-only only to create it
+	return nil
 }

@@ -55,33 +55,14 @@ func (d *Driver) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolumeRe
 	}
 	defer release()
 
-	device, err := d.mounter.FindDevice(req.GetPublishContext()[DevicePathKey], volID)
+	device, err := d.attachedDevice(volID, req.GetPublishContext(), partition)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, status.Errorf(codes.NotFound, "volume %s: %v", volID, err)
-		}
-		return nil, status.Errorf(codes.Internal, "volume %s: %v", volID, err)
+		return nil, err
 	}
-	if err := d.mounter.VerifyDevice(device, volID); err != nil {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
-	}
-	device = partitionDevice(device, partition)
 	logger := klog.FromContext(ctx).WithValues("volumeID", volID, "device", device, "target", target)
-	if err := os.MkdirAll(target, 0o750); err != nil {
-		return nil, status.Errorf(codes.Internal, "create staging_target_path %s: %v", target, err)
-	}
-	mounted, err := d.mounter.IsMountPoint(target)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "check staging_target_path %s: %v", target, err)
-	}
-	if mounted {
-		current, _, err := d.mounter.DeviceForMount(target)
-		if err != nil {
-			return nil, status.Errorf(codes.Internal, "read mount of %s: %v", target, err)
-		}
-		if current != device {
-			return nil, status.Errorf(codes.AlreadyExists, "staging_target_path %s already has %s mounted, not %s", target, current, device)
-		}
+	if staged, err := d.stagedAt(target, device); err != nil {
+		return nil, err
+	} else if staged {
 		logger.V(4).Info("Volume already staged")
 		return &csi.NodeStageVolumeResponse{}, nil
 	}
@@ -131,4 +112,43 @@ func (d *Driver) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVolu
 		}
 		klog.FromContext(ctx).V(2).Info("Volume unstaged", "volumeID", volID, "target", target)
 	}
+}
+
+// attachedDevice finds the device of volID on this node (the publish context's path, else by its serial),
+// checks it is that volume, and names the partition the volume context asks for.
+func (d *Driver) attachedDevice(volID string, publishContext map[string]string, partition string) (string, error) {
+	device, err := d.mounter.FindDevice(publishContext[DevicePathKey], volID)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", status.Errorf(codes.NotFound, "volume %s: %v", volID, err)
+		}
+		return "", status.Errorf(codes.Internal, "volume %s: %v", volID, err)
+	}
+	if err := d.mounter.VerifyDevice(device, volID); err != nil {
+		return "", status.Errorf(codes.FailedPrecondition, "volume %s: %v", volID, err)
+	}
+	return partitionDevice(device, partition), nil
+}
+
+// stagedAt creates target if needed and reports whether device is mounted there already (a retried stage); a
+// different device there is AlreadyExists.
+func (d *Driver) stagedAt(target, device string) (bool, error) {
+	if err := os.MkdirAll(target, 0o750); err != nil {
+		return false, status.Errorf(codes.Internal, "create staging_target_path %s: %v", target, err)
+	}
+	mounted, err := d.mounter.IsMountPoint(target)
+	if err != nil {
+		return false, status.Errorf(codes.Internal, "check staging_target_path %s: %v", target, err)
+	}
+	if !mounted {
+		return false, nil
+	}
+	current, _, err := d.mounter.DeviceForMount(target)
+	if err != nil {
+		return false, status.Errorf(codes.Internal, "read mount of %s: %v", target, err)
+	}
+	if current != device {
+		return false, status.Errorf(codes.AlreadyExists, "staging_target_path %s already has %s mounted, not %s", target, current, device)
+	}
+	return true, nil
 }
