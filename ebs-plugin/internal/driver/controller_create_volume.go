@@ -35,37 +35,9 @@ func (d *Driver) CreateVolume(ctx context.Context, req *csi.CreateVolumeRequest)
 	if err != nil {
 		return nil, err
 	}
-	// Format options are checked against the filesystem each mount capability names, as upstream does: the
-	// provisioner moves the StorageClass's csi.storage.k8s.io/fstype there, and it is what the node formats.
-	var fsTypes []string
-	for _, c := range req.GetVolumeCapabilities() {
-		if fs := c.GetMount().GetFsType(); fs != "" && !block {
-			fsTypes = append(fsTypes, fs)
-		}
-	}
-	vp, err := params.ParseVolumeFor(req.GetParameters(), block, fsTypes)
+	vp, err := createParams(ctx, req, block)
 	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
-	}
-	logger := klog.FromContext(ctx).WithValues("name", name)
-	for _, w := range vp.Warnings {
-		logger.Info("StorageClass parameter warning", "warning", w)
-	}
-	if len(req.GetMutableParameters()) > 0 {
-		mp, err := params.ParseModify(req.GetMutableParameters(), true)
-		if err != nil {
-			return nil, status.Errorf(codes.InvalidArgument, "mutable_parameters: %v", err)
-		}
-		if mp.VolumeType != "" {
-			vp.VolumeType = mp.VolumeType
-		}
-		if mp.IOPS > 0 {
-			vp.IOPS, vp.IOPSPerGB = mp.IOPS, 0
-		}
-		if mp.Throughput > 0 {
-			vp.Throughput = mp.Throughput
-		}
-		vp.TagSpecs = append(vp.TagSpecs, mp.TagSpecs...)
+		return nil, err
 	}
 	if multiAttach && vp.VolumeType != params.VolumeTypeIO2 {
 		return nil, status.Errorf(codes.InvalidArgument, "MULTI_NODE_MULTI_WRITER needs type io2, got %q", vp.VolumeType)
@@ -295,4 +267,45 @@ func topologyZones(tr *csi.TopologyRequirement) map[string]bool {
 		}
 	}
 	return zones
+}
+
+// createParams reads the StorageClass parameters of a CreateVolume request, logging their warnings, with the
+// mutable parameters (a VolumeAttributesClass) over them, as the CSI spec says they take precedence.
+func createParams(ctx context.Context, req *csi.CreateVolumeRequest, block bool) (*params.Volume, error) {
+	// Format options are checked against the filesystem each mount capability names, as upstream does: the
+	// provisioner moves the StorageClass's csi.storage.k8s.io/fstype there, and it is what the node formats.
+	var fsTypes []string
+	for _, c := range req.GetVolumeCapabilities() {
+		if fs := c.GetMount().GetFsType(); fs != "" && !block {
+			fsTypes = append(fsTypes, fs)
+		}
+	}
+	vp, err := params.ParseVolumeFor(req.GetParameters(), block, fsTypes)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
+	}
+	logger := klog.FromContext(ctx).WithValues("name", req.GetName())
+	for _, w := range vp.Warnings {
+		logger.Info("StorageClass parameter warning", "warning", w)
+	}
+	if len(req.GetMutableParameters()) > 0 {
+		mp, err := params.ParseModify(req.GetMutableParameters(), true)
+		if err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "mutable_parameters: %v", err)
+		}
+		for _, w := range mp.Warnings {
+			logger.Info("VolumeAttributesClass parameter warning", "warning", w)
+		}
+		if mp.VolumeType != "" {
+			vp.VolumeType = mp.VolumeType
+		}
+		if mp.IOPS > 0 {
+			vp.IOPS, vp.IOPSPerGB = mp.IOPS, 0
+		}
+		if mp.Throughput > 0 {
+			vp.Throughput = mp.Throughput
+		}
+		vp.TagSpecs = append(vp.TagSpecs, mp.TagSpecs...)
+	}
+	return vp, nil
 }
