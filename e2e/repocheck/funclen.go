@@ -16,24 +16,15 @@ import (
 // one does several steps that read better as functions named for them.
 const MaxFuncLines = 80
 
-// awaitingSplit lists the production functions over MaxFuncLines that another change is to split (path and
-// function name). A function here is allowed its length; once it is split, it fails the check until it is taken
-// off the list, so the list only shrinks.
-var awaitingSplit = map[string]bool{
-	"ebs-plugin/internal/cloud/modify.go ModifyDisk": true,
-}
-
 // LongFunctions returns the production functions under root over MaxFuncLines lines: those of the Go files git
 // tracks, outside e2e/ (the tests and their rig), test files and generated code (the standard "Code generated
-// ... DO NOT EDIT." line) left out. It also reports an awaitingSplit entry whose function is no longer too long
-// or no longer there, so that the entry goes.
+// ... DO NOT EDIT." line) left out.
 func LongFunctions(ctx context.Context, root string) ([]Finding, error) {
 	paths, err := Tracked(ctx, root)
 	if err != nil {
 		return nil, err
 	}
 	var findings []Finding
-	seen := map[string]bool{}
 	for _, p := range paths {
 		if !isProductionGo(p) {
 			continue
@@ -46,18 +37,8 @@ func LongFunctions(ctx context.Context, root string) ([]Finding, error) {
 			return nil, err
 		}
 		for _, fn := range long {
-			key := p + " " + fn.name
-			if awaitingSplit[key] {
-				seen[key] = true
-				continue
-			}
 			findings = append(findings, Finding{Path: fmt.Sprintf("%s:%d", p, fn.line),
 				Reason: fmt.Sprintf("function %s is %d lines, over the %d-line limit for production code: split it along its steps", fn.name, fn.lines, MaxFuncLines)})
-		}
-	}
-	for key := range awaitingSplit {
-		if !seen[key] {
-			findings = append(findings, Finding{Path: key, Reason: "listed in awaitingSplit but not over the limit any more: take it off the list"})
 		}
 	}
 	return findings, nil

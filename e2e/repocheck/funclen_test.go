@@ -49,14 +49,4 @@ func TestLongFunctions(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Errorf("long functions = %v, want %v", names, want)
 	}
-	// Every awaitingSplit entry is missing from this tree, so each is reported for removal from the list.
-	stale := 0
-	for _, f := range got {
-		if awaitingSplit[f.Path] && strings.Contains(f.Reason, "take it off the list") {
-			stale++
-		}
-	}
-	if stale != len(awaitingSplit) {
-		t.Errorf("%d awaitingSplit entries reported as gone, want all %d", stale, len(awaitingSplit))
-	}
 }

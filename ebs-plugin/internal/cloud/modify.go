@@ -31,21 +31,8 @@ const (
 // It returns the volume's size in GiB afterwards.
 func (c *Cloud) ModifyDisk(ctx context.Context, volumeID string, opts ModifyOptions) (int32, error) {
 	logger := klog.FromContext(ctx).WithValues("volumeID", volumeID)
-	if len(opts.TagsAdd) > 0 {
-		if _, err := c.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{volumeID}, Tags: toTags(opts.TagsAdd)},
-			c.retryers.option("CreateTags")); err != nil {
-			return 0, c.modifyError(volumeID, err)
-		}
-	}
-	if len(opts.TagsDelete) > 0 {
-		tags := make([]types.Tag, 0, len(opts.TagsDelete))
-		for _, k := range opts.TagsDelete {
-			tags = append(tags, types.Tag{Key: aws.String(k)})
-		}
-		if _, err := c.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{volumeID}, Tags: tags},
-			c.retryers.option("DeleteTags")); err != nil {
-			return 0, c.modifyError(volumeID, err)
-		}
+	if err := c.modifyTags(ctx, volumeID, opts); err != nil {
+		return 0, err
 	}
 	disk, err := c.GetDisk(ctx, volumeID)
 	if err != nil {
@@ -55,41 +42,13 @@ func (c *Cloud) ModifyDisk(ctx context.Context, volumeID string, opts ModifyOpti
 	if !target.changes(disk) {
 		return disk.CapacityGiB, nil
 	}
-	// A modification in progress must finish first; one that is optimizing cannot be followed for hours.
-	mods, err := c.describeModificationsByID(ctx, []string{volumeID})
-	if err != nil {
-		return 0, fmt.Errorf("describe modifications of %s: %w", volumeID, err)
+	if disk, err = c.afterPriorModification(ctx, disk); err != nil {
+		return 0, err
 	}
-	if m, ok := mods[volumeID]; ok {
-		switch m.ModificationState {
-		case types.VolumeModificationStateModifying:
-			if err := c.waitModified(ctx, volumeID); err != nil {
-				return 0, err
-			}
-			if disk, err = c.GetDisk(ctx, volumeID); err != nil {
-				return 0, err
-			}
-			if !target.changes(disk) {
-				return disk.CapacityGiB, nil
-			}
-		case types.VolumeModificationStateOptimizing:
-			return 0, fmt.Errorf("volume %s is still optimizing after its last modification; EC2 refuses another: %w", volumeID, ErrModificationPending)
-		}
+	if !target.changes(disk) {
+		return disk.CapacityGiB, nil
 	}
-	in := &ec2.ModifyVolumeInput{VolumeId: aws.String(volumeID)}
-	if target.size > disk.CapacityGiB {
-		in.Size = aws.Int32(target.size)
-	}
-	if target.volumeType != "" && target.volumeType != disk.VolumeType {
-		in.VolumeType = types.VolumeType(target.volumeType)
-	}
-	if target.iops > 0 && target.iops != disk.IOPS {
-		in.Iops = aws.Int32(target.iops)
-	}
-	if target.throughput > 0 && target.throughput != disk.Throughput {
-		in.Throughput = aws.Int32(target.throughput)
-	}
-	out, err := c.ec2.ModifyVolume(ctx, in, c.retryers.option("ModifyVolume"))
+	out, err := c.ec2.ModifyVolume(ctx, target.input(disk), c.retryers.option("ModifyVolume"))
 	if err != nil {
 		// The SDK re-sends a ModifyVolume whose answer was lost (a 500, a closed connection), and EC2 then
 		// refuses the repeat: the modification is in progress, or the volume already has the configuration.
@@ -126,11 +85,75 @@ func (c *Cloud) ModifyDisk(ctx context.Context, volumeID string, opts ModifyOpti
 	return disk.CapacityGiB, nil
 }
 
+// modifyTags adds and deletes the volume's tags a VolumeAttributesClass asks for.
+func (c *Cloud) modifyTags(ctx context.Context, volumeID string, opts ModifyOptions) error {
+	if len(opts.TagsAdd) > 0 {
+		if _, err := c.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{volumeID}, Tags: toTags(opts.TagsAdd)},
+			c.retryers.option("CreateTags")); err != nil {
+			return c.modifyError(volumeID, err)
+		}
+	}
+	if len(opts.TagsDelete) > 0 {
+		tags := make([]types.Tag, 0, len(opts.TagsDelete))
+		for _, k := range opts.TagsDelete {
+			tags = append(tags, types.Tag{Key: aws.String(k)})
+		}
+		if _, err := c.ec2.DeleteTags(ctx, &ec2.DeleteTagsInput{Resources: []string{volumeID}, Tags: tags},
+			c.retryers.option("DeleteTags")); err != nil {
+			return c.modifyError(volumeID, err)
+		}
+	}
+	return nil
+}
+
+// afterPriorModification waits for a modification of disk still in progress and returns the volume as it is
+// then: EC2 takes no other meanwhile. One that is optimizing cannot be followed for hours, so it is
+// ErrModificationPending.
+func (c *Cloud) afterPriorModification(ctx context.Context, disk *Disk) (*Disk, error) {
+	volumeID := disk.VolumeID
+	mods, err := c.describeModificationsByID(ctx, []string{volumeID})
+	if err != nil {
+		return nil, fmt.Errorf("describe modifications of %s: %w", volumeID, err)
+	}
+	m, ok := mods[volumeID]
+	if !ok {
+		return disk, nil
+	}
+	switch m.ModificationState {
+	case types.VolumeModificationStateModifying:
+		if err := c.waitModified(ctx, volumeID); err != nil {
+			return nil, err
+		}
+		return c.GetDisk(ctx, volumeID)
+	case types.VolumeModificationStateOptimizing:
+		return nil, fmt.Errorf("volume %s is still optimizing after its last modification; EC2 refuses another: %w", volumeID, ErrModificationPending)
+	}
+	return disk, nil
+}
+
 type modifyTarget struct {
 	size       int32
 	volumeType string
 	iops       int32
 	throughput int32
+}
+
+// input is the ModifyVolume request that takes d to t: only what differs.
+func (t modifyTarget) input(d *Disk) *ec2.ModifyVolumeInput {
+	in := &ec2.ModifyVolumeInput{VolumeId: aws.String(d.VolumeID)}
+	if t.size > d.CapacityGiB {
+		in.Size = aws.Int32(t.size)
+	}
+	if t.volumeType != "" && t.volumeType != d.VolumeType {
+		in.VolumeType = types.VolumeType(t.volumeType)
+	}
+	if t.iops > 0 && t.iops != d.IOPS {
+		in.Iops = aws.Int32(t.iops)
+	}
+	if t.throughput > 0 && t.throughput != d.Throughput {
+		in.Throughput = aws.Int32(t.throughput)
+	}
+	return in
 }
 
 func (t modifyTarget) changes(d *Disk) bool {
