@@ -76,6 +76,7 @@ func FuzzKubernetesSource(f *testing.F) {
 	f.Add("aws:///", "", "", "", "", "")
 	f.Add("gce://p/z/n", "z", "", "", "", "")
 	f.Add("aws://i-0", "0", " ", "0", "0", "0")
+	f.Add("aws://i-0/", "0", "", "0", "0", "0")
 	f.Fuzz(func(t *testing.T, providerID, zone, typ, region, volumes, enis string) {
 		labels := map[string]string{}
 		for k, v := range map[string]string{corev1.LabelTopologyZone: zone, corev1.LabelInstanceTypeStable: typ, corev1.LabelTopologyRegion: region, VolumesLabel: volumes, ENIsLabel: enis} {
@@ -97,7 +98,8 @@ func FuzzKubernetesSource(f *testing.F) {
 			return
 		}
 		checkAnswer(t, "Node "+providerID, inst)
-		if inst.ENIs < 1 || inst.EBSMappings < 0 || !strings.HasSuffix(providerID, inst.InstanceID) {
+		// The ID is the provider ID's last segment; slashes around it are trimmed ("aws://i-0/").
+		if inst.ENIs < 1 || inst.EBSMappings < 0 || !strings.HasSuffix(strings.TrimRight(providerID, "/"), inst.InstanceID) {
 			t.Fatalf("Node %q with labels %q gave %+v", providerID, labels, inst)
 		}
 	})
