@@ -96,10 +96,17 @@ func (h *Handler) release(ctx context.Context, c *snapv1.VolumeSnapshotContent) 
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
 	_, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		return patch.Mutate(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) {
+		out, err := patch.Mutate(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) {
 			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.ContentBoundFinalizer })
 			delete(v.Annotations, snapapi.AnnBeingCreated)
 		})
+		if err == nil && cur.DeletionTimestamp != nil {
+			// Removing the last finalizer of a deleted object deletes it, and the answer may carry the version
+			// it replaced: marked here, so a sync of the cached copy before this write waits instead of deleting
+			// the snapshot a second time.
+			h.tracker.Superseded(cur.UID, cur.ResourceVersion)
+		}
+		return out, err
 	})
 	if err != nil {
 		return fmt.Errorf("volumesnapshotcontent %s: removing finalizer %s: %w", c.Name, snapapi.ContentBoundFinalizer, err)

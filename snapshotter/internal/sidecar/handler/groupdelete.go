@@ -104,10 +104,17 @@ func (h *GroupHandler) deleteGroup(ctx context.Context, gc *groupv1.VolumeGroupS
 func (h *GroupHandler) release(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) error {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
 	_, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		return patch.Mutate(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
+		out, err := patch.Mutate(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
 			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.GroupContentBoundFinalizer })
 			delete(v.Annotations, snapapi.AnnGroupBeingCreated)
 		})
+		if err == nil && cur.DeletionTimestamp != nil {
+			// Removing the last finalizer of a deleted object deletes it, and the answer may carry the version
+			// it replaced: marked here, so a sync of the cached copy before this write waits instead of deleting
+			// the snapshot a second time.
+			h.tracker.Superseded(cur.UID, cur.ResourceVersion)
+		}
+		return out, err
 	})
 	if err != nil {
 		return fmt.Errorf("volumegroupsnapshotcontent %s: removing finalizer %s: %w", gc.Name, snapapi.GroupContentBoundFinalizer, err)
