@@ -28,7 +28,6 @@ import (
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/node/nodetest"
 	"github.com/stowage-csi/stowage/e2e/rig"
-	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 const (
@@ -77,7 +76,10 @@ func Start(t testing.TB, o Options) *Stack {
 	if o.Nodes == 0 {
 		o.Nodes = 2
 	}
-	archives := stowageImages(t, ctx, root)
+	archives, err := images.Stowage(ctx, root, t.TempDir(), imageTag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Each node registers with the driver's startup taint, as upstream's documentation recommends: no Pod
 	// that needs a volume lands on it before the node plugin is up.
 	var specs []node.Spec
@@ -124,24 +126,6 @@ func Start(t testing.TB, o Options) *Stack {
 }
 
 func zone(i int) string { return Region + string(rune('a'+i)) }
-
-// stowageImages builds the Stowage binaries and assembles their images, as the charts name them.
-func stowageImages(t testing.TB, ctx context.Context, root string) []string {
-	t.Helper()
-	bin := t.TempDir()
-	if err := images.BuildBinaries(ctx, root, bin); err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Assemble(ctx, images.Options{RepoRoot: root, BinDir: bin, CacheDir: tools.CacheDir(root), Tag: imageTag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, a := range archives {
-		paths = append(paths, a.Path)
-	}
-	return paths
-}
 
 // startEC2 starts ec2sim on the Pod network's gateway, with one local instance per node whose Pods' range is
 // the instance's IMDS callers, and its NVMe links in the host's /dev, which it removes when the test ends.

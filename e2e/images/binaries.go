@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/tools"
 )
 
 // BuildBinaries builds, as `make build` does, every command of the modules whose images are named (every
@@ -37,4 +38,21 @@ func BuildBinaries(ctx context.Context, repoRoot, dir string, names ...string) e
 		}
 	}
 	return nil
+}
+
+// Stowage builds every Stowage binary into binDir and assembles the images of deploy/images/images.tsv from
+// them under tag, as the charts name them; it returns the archives' paths, for a node to import.
+func Stowage(ctx context.Context, repoRoot, binDir, tag string) ([]string, error) {
+	if err := BuildBinaries(ctx, repoRoot, binDir); err != nil {
+		return nil, err
+	}
+	archives, err := Assemble(ctx, Options{RepoRoot: repoRoot, BinDir: binDir, CacheDir: tools.CacheDir(repoRoot), Tag: tag})
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(archives))
+	for _, a := range archives {
+		paths = append(paths, a.Path)
+	}
+	return paths, nil
 }

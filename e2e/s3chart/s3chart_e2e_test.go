@@ -28,7 +28,6 @@ import (
 	"github.com/stowage-csi/stowage/e2e/node/nodetest"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
-	"github.com/stowage-csi/stowage/e2e/tools"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -53,7 +52,10 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	archives := stowageImages(t, ctx, root)
+	archives, err := images.Stowage(ctx, root, t.TempDir(), imageTag)
+	if err != nil {
+		t.Fatal(err)
+	}
 	specs := []node.Spec{
 		{Name: "node-a", Zone: "zone-a", Taints: []string{s3api.TaintAgentNotReady + "=true:NoExecute"}},
 		{Name: "node-b", Zone: "zone-b", Taints: []string{s3api.TaintAgentNotReady + "=true:NoExecute"}},
@@ -125,24 +127,6 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 		t.Fatalf("helm uninstall: %v", err)
 	}
 	checkTeardown(t, ctx, c, fuseConns)
-}
-
-// stowageImages builds the Stowage binaries and assembles their images, as the charts name them.
-func stowageImages(t *testing.T, ctx context.Context, root string) []string {
-	t.Helper()
-	bin := t.TempDir()
-	if err := images.BuildBinaries(ctx, root, bin); err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Assemble(ctx, images.Options{RepoRoot: root, BinDir: bin, CacheDir: tools.CacheDir(root), Tag: imageTag})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var paths []string
-	for _, a := range archives {
-		paths = append(paths, a.Path)
-	}
-	return paths
 }
 
 // values are the chart's defaults but for the images: assembled here, never pulled.
