@@ -43,6 +43,12 @@ type Config struct {
 	Driver string
 	// TaintKey is the taint removed, whatever its effect; no other taint is touched.
 	TaintKey string
+	// RequireAllocatable waits, besides the driver's entry, for the attach limit the kubelet writes into it
+	// (allocatable.count) from NodeGetInfo's max_volumes_per_node. A driver that reports a limit sets it: the
+	// kubelet writes the entry first and the count in a later update, and a node untainted in between lets
+	// the scheduler place volumes on it without a limit. Drivers without a limit leave it false: their
+	// count never comes.
+	RequireAllocatable bool
 	// InitialDelay is the wait after the first failed attempt; it doubles after each one up to MaxDelay, then
 	// stays there. Zero means DefaultInitialDelay, DefaultMaxDelay respectively.
 	InitialDelay, MaxDelay time.Duration
@@ -109,7 +115,8 @@ func (c Config) try(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// registered returns nil when the Node's CSINode lists the driver, or else why not.
+// registered returns nil when the Node's CSINode lists the driver (with its allocatable count when
+// RequireAllocatable), or else why not.
 func (c Config) registered(ctx context.Context) error {
 	csiNode, err := c.Client.StorageV1().CSINodes().Get(ctx, c.NodeName, metav1.GetOptions{})
 	switch {
@@ -119,9 +126,13 @@ func (c Config) registered(ctx context.Context) error {
 		return fmt.Errorf("reading CSINode %s: %w", c.NodeName, err)
 	}
 	for _, d := range csiNode.Spec.Drivers {
-		if d.Name == c.Driver {
-			return nil
+		if d.Name != c.Driver {
+			continue
 		}
+		if c.RequireAllocatable && (d.Allocatable == nil || d.Allocatable.Count == nil) {
+			return fmt.Errorf("CSINode %s lists driver %s without its allocatable count yet", c.NodeName, c.Driver)
+		}
+		return nil
 	}
 	return fmt.Errorf("CSINode %s does not list driver %s yet", c.NodeName, c.Driver)
 }

@@ -54,6 +54,16 @@ func csiNode(drivers ...string) *storagev1.CSINode {
 	return n
 }
 
+// withCount gives driver's entry in n the attach limit the kubelet writes.
+func withCount(n *storagev1.CSINode, driver string, count int32) *storagev1.CSINode {
+	for i := range n.Spec.Drivers {
+		if n.Spec.Drivers[i].Name == driver {
+			n.Spec.Drivers[i].Allocatable = &storagev1.VolumeNodeResources{Count: &count}
+		}
+	}
+	return n
+}
+
 func config(client *fake.Clientset, clk clock.Clock) Config {
 	return Config{Client: client, NodeName: nodeName, Driver: driverName, TaintKey: taintKey, Clock: clk}
 }
@@ -190,6 +200,34 @@ func TestTaintIsRemovedOnlyOnceCSINodeListsTheDriver(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A driver with an attach limit: the kubelet writes the CSINode entry before its count, and the taint must
+// stay until the count is there too.
+func TestTaintWaitsForTheAllocatableCountWhenRequired(t *testing.T) {
+	client := testutil.NewClientset(node(notReadyNoExecute), csiNode(driverName))
+	clk := newClock()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := config(client, clk)
+	c.RequireAllocatable = true
+	done := start(ctx, c)
+
+	clk.wake(t)
+	testutil.Eventually(t, timeout, "the remover reading the CSINode twice", func() (bool, error) {
+		return count(client, "get", "csinodes") >= 2, nil
+	})
+	if n := count(client, "patch", "nodes") + count(client, "update", "nodes"); n != 0 {
+		t.Fatalf("%d Node writes before the CSINode carried the allocatable count", n)
+	}
+	if _, err := client.StorageV1().CSINodes().Update(ctx, withCount(csiNode(driverName), driverName, 25), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clk.wake(t)
+	waitDone(t, done)
+	if got := taints(t, client); len(got) != 0 {
+		t.Fatalf("taints = %v, want none", got)
 	}
 }
 

@@ -27,7 +27,9 @@ func startupTaintRemover(ctx context.Context, c Config) func(context.Context) {
 		logger.Info("No Kubernetes client; the startup taint will not be removed", "taint", AgentNotReady, "err", err.Error())
 		return nil
 	}
-	cfg := startuptaint.Config{Client: client, NodeName: c.NodeName, Driver: driver.DriverName, TaintKey: AgentNotReady}
+	// The node plugin reports an attach limit, so the taint stays until the kubelet has written it into the
+	// CSINode, as upstream's does: before that the scheduler would not count this node's volumes.
+	cfg := startuptaint.Config{Client: client, NodeName: c.NodeName, Driver: driver.DriverName, TaintKey: AgentNotReady, RequireAllocatable: true}
 	return func(ctx context.Context) {
 		// Remove only fails when ctx ends: the plugin is stopping before the kubelet registered it.
 		if err := startuptaint.Remove(ctx, cfg); err != nil {
