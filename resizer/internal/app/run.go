@@ -58,19 +58,14 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		AnnotateFsResize: gates.Enabled(AnnotateFsResize),
 		Slow:             slowSet,
 	}
-	expandQueue, err := workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc"))
-	if err != nil {
-		return err
-	}
 	ccfg := controller.Config{
 		Driver:      driver,
 		PVCInformer: factory.Core().V1().PersistentVolumeClaims(),
 		PVInformer:  factory.Core().V1().PersistentVolumes(),
-		ExpandQueue: expandQueue,
 		Workers:     env.Flags.WorkerThreads,
 	}
 	var ctrl *controller.Controller
-	if cfg.HandleVolumeInUseError {
+	if cfg.HandleVolumeInUseError && resizer != nil {
 		// Only with the flag: upstream's Pod cache is its top memory complaint.
 		podInf := factory.Core().V1().Pods().Informer()
 		pods, err := inuse.New(podInf, func(namespace, claim string) {
@@ -84,7 +79,12 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		ecfg.InUse = pods
 		ccfg.Synced = []cache.InformerSynced{podInf.HasSynced}
 	}
-	ccfg.Expand = expand.New(ecfg)
+	if resizer != nil {
+		ccfg.Expand = expand.New(ecfg)
+		if ccfg.ExpandQueue, err = workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc")); err != nil {
+			return err
+		}
+	}
 	if modifies {
 		if err := addModify(env, cfg, factory, csiClient, &ccfg); err != nil {
 			return err
@@ -103,14 +103,18 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	return ctrl.Run(ctx)
 }
 
-// newResizer returns the resizer the driver's capabilities call for.
+// newResizer returns the resizer the driver's capabilities call for, or nil for a driver that only modifies.
 func newResizer(ctx context.Context, env *sidecar.Env, csiClient *csiresize.Client) (expand.Resizer, error) {
-	controllerExpands, err := chooseResizer(ctx, env)
+	kind, err := chooseResizer(ctx, env)
 	if err != nil {
 		return nil, err
 	}
 	logger := klog.FromContext(ctx)
-	if !controllerExpands {
+	switch kind {
+	case expandNever:
+		logger.Info("Driver supports neither controller nor node expansion, only ControllerModifyVolume: claims are modified, not expanded")
+		return nil, nil
+	case expandOnNode:
 		logger.Info("Driver does not support ControllerExpandVolume, using the trivial resizer: the node expands volumes")
 		return expand.Trivial{}, nil
 	}
@@ -139,9 +143,22 @@ func addModify(env *sidecar.Env, cfg Config, factory informers.SharedInformerFac
 	return err
 }
 
-// chooseResizer reports whether the driver expands volumes in the controller (the CSI resizer) or only on the
-// node (the trivial resizer). A driver that does neither cannot be served: upstream exits too.
-func chooseResizer(ctx context.Context, env *sidecar.Env) (bool, error) {
+// expansion is who grows a driver's volumes.
+type expansion int
+
+const (
+	// expandInController: ControllerExpandVolume, the CSI resizer.
+	expandInController expansion = iota
+	// expandOnNode: node-only expansion, the trivial resizer.
+	expandOnNode
+	// expandNever: a driver that only modifies volumes (MODIFY_VOLUME without any expansion); the resizer runs
+	// its modify controller alone and leaves size changes to nobody, as upstream does.
+	expandNever
+)
+
+// chooseResizer reports who expands the driver's volumes. A driver that neither expands nor modifies cannot
+// be served: upstream exits too.
+func chooseResizer(ctx context.Context, env *sidecar.Env) (expansion, error) {
 	return resizerKind(env.DriverName, env.PluginCaps, env.ControllerCaps, func() (csiconn.NodeCapabilities, error) {
 		return env.CSI.NodeCapabilities(ctx)
 	})
@@ -149,17 +166,21 @@ func chooseResizer(ctx context.Context, env *sidecar.Env) (bool, error) {
 
 // resizerKind is chooseResizer's decision; node is asked only when the other capabilities do not decide.
 func resizerKind(driver string, plugin csiconn.PluginCapabilities, ctrl csiconn.ControllerCapabilities,
-	node func() (csiconn.NodeCapabilities, error)) (bool, error) {
-	if plugin.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE) && ctrl.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
-		return true, nil
+	node func() (csiconn.NodeCapabilities, error)) (expansion, error) {
+	controllerService := plugin.Has(csi.PluginCapability_Service_CONTROLLER_SERVICE)
+	if controllerService && ctrl.Has(csi.ControllerServiceCapability_RPC_EXPAND_VOLUME) {
+		return expandInController, nil
 	}
 	if len(plugin.VolumeExpansion) > 0 {
-		return false, nil
+		return expandOnNode, nil
 	}
 	if nodeCaps, err := node(); err == nil && nodeCaps.Has(csi.NodeServiceCapability_RPC_EXPAND_VOLUME) {
-		return false, nil
+		return expandOnNode, nil
 	}
-	return false, fmt.Errorf("CSI driver %s supports neither controller nor node volume expansion", driver)
+	if controllerService && ctrl.Has(csi.ControllerServiceCapability_RPC_MODIFY_VOLUME) {
+		return expandNever, nil
+	}
+	return expandNever, fmt.Errorf("CSI driver %s supports neither volume expansion (controller or node) nor ControllerModifyVolume", driver)
 }
 
 // modifies decides whether claims' VolumeAttributesClasses are applied: the gate on, the driver with

@@ -11,11 +11,13 @@ import (
 )
 
 // The resizer is chosen once from the capabilities: the CSI one with controller expansion, the trivial one
-// for node-only expansion, and a driver with neither is refused naming it.
+// for node-only expansion, none for a driver that only modifies volumes, and a driver that does neither is
+// refused naming it.
 func TestResizerKind(t *testing.T) {
 	controller := csiconn.PluginCapabilities{Services: csiconn.Set[csi.PluginCapability_Service_Type]{csi.PluginCapability_Service_CONTROLLER_SERVICE: {}}}
 	online := csiconn.PluginCapabilities{VolumeExpansion: csiconn.Set[csi.PluginCapability_VolumeExpansion_Type]{csi.PluginCapability_VolumeExpansion_ONLINE: {}}}
 	expand := csiconn.ControllerCapabilities{csi.ControllerServiceCapability_RPC_EXPAND_VOLUME: {}}
+	modify := csiconn.ControllerCapabilities{csi.ControllerServiceCapability_RPC_MODIFY_VOLUME: {}}
 	nodeExpand := func() (csiconn.NodeCapabilities, error) {
 		return csiconn.NodeCapabilities{csi.NodeServiceCapability_RPC_EXPAND_VOLUME: {}}, nil
 	}
@@ -25,13 +27,15 @@ func TestResizerKind(t *testing.T) {
 		plugin     csiconn.PluginCapabilities
 		ctrl       csiconn.ControllerCapabilities
 		node       func() (csiconn.NodeCapabilities, error)
-		wantCSI    bool
+		want       expansion
 		wantErrMsg string
 	}{
-		{name: "controller EXPAND_VOLUME: CSI resizer", plugin: controller, ctrl: expand, node: noNode, wantCSI: true},
-		{name: "EXPAND_VOLUME without the controller service: trivial", ctrl: expand, node: nodeExpand},
-		{name: "VolumeExpansion plugin capability only: trivial", plugin: online, node: noNode},
-		{name: "node EXPAND_VOLUME only: trivial", plugin: controller, node: nodeExpand},
+		{name: "controller EXPAND_VOLUME: CSI resizer", plugin: controller, ctrl: expand, node: noNode, want: expandInController},
+		{name: "EXPAND_VOLUME without the controller service: trivial", ctrl: expand, node: nodeExpand, want: expandOnNode},
+		{name: "VolumeExpansion plugin capability only: trivial", plugin: online, node: noNode, want: expandOnNode},
+		{name: "node EXPAND_VOLUME only: trivial", plugin: controller, node: nodeExpand, want: expandOnNode},
+		{name: "MODIFY_VOLUME without expansion: modify only", plugin: controller, ctrl: modify, node: noNode, want: expandNever},
+		{name: "MODIFY_VOLUME without the controller service: refused", ctrl: modify, node: noNode, wantErrMsg: "nor ControllerModifyVolume"},
 		{name: "no expansion at all: refused", plugin: controller, node: noNode, wantErrMsg: "csi.example.com supports neither"},
 	}
 	for _, tc := range tests {
@@ -43,8 +47,8 @@ func TestResizerKind(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || got != tc.wantCSI {
-				t.Errorf("resizerKind = %v, %v; want %v", got, err, tc.wantCSI)
+			if err != nil || got != tc.want {
+				t.Errorf("resizerKind = %v, %v; want %v", got, err, tc.want)
 			}
 		})
 	}

@@ -35,6 +35,7 @@ type Config struct {
 	Driver      string
 	PVCInformer coreinformers.PersistentVolumeClaimInformer
 	PVInformer  coreinformers.PersistentVolumeInformer
+	// Expand and ExpandQueue are nil for a driver that only modifies volumes: claims are then not expanded.
 	Expand      Handler
 	ExpandQueue workqueue.Queue[string]
 	// Modify, ModifyQueue and VACInformer are nil when claims are not modified (no MODIFY_VOLUME capability or
@@ -107,13 +108,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("waiting for informer caches: %w", ctx.Err())
 	}
-	klog.FromContext(ctx).Info("Caches synced, starting workers", "workers", c.cfg.Workers, "modify", c.cfg.Modify != nil)
+	klog.FromContext(ctx).Info("Caches synced, starting workers", "workers", c.cfg.Workers, "expand", c.cfg.Expand != nil, "modify", c.cfg.Modify != nil)
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		workqueue.Run(ctx, c.cfg.Workers, c.cfg.ExpandQueue, c.pendingExpand.Track(func(ctx context.Context, key string) error {
-			return c.sync(ctx, key, c.cfg.Expand, c.cfg.ExpandQueue)
-		}))
-	})
+	if c.cfg.Expand != nil {
+		wg.Go(func() {
+			workqueue.Run(ctx, c.cfg.Workers, c.cfg.ExpandQueue, c.pendingExpand.Track(func(ctx context.Context, key string) error {
+				return c.sync(ctx, key, c.cfg.Expand, c.cfg.ExpandQueue)
+			}))
+		})
+	}
 	if c.cfg.Modify != nil {
 		wg.Go(func() {
 			workqueue.Run(ctx, c.cfg.Workers, c.cfg.ModifyQueue, c.pendingModify.Track(func(ctx context.Context, key string) error {
@@ -130,8 +133,10 @@ func (c *Controller) Run(ctx context.Context) error {
 // the driver is back after a restart. An infeasible size or class is not among them: its sync succeeded and
 // asked to be looked at again after --retry-interval-max, as the driver's answer was final.
 func (c *Controller) DriverBack(ctx context.Context) {
-	expand := c.pendingExpand.Requeue(c.cfg.ExpandQueue.Add)
-	modify := 0
+	expand, modify := 0, 0
+	if c.cfg.Expand != nil {
+		expand = c.pendingExpand.Requeue(c.cfg.ExpandQueue.Add)
+	}
 	if c.cfg.Modify != nil {
 		modify = c.pendingModify.Requeue(c.cfg.ModifyQueue.Add)
 	}
@@ -140,7 +145,9 @@ func (c *Controller) DriverBack(ctx context.Context) {
 
 // Requeue queues the claim for expansion at once, for a Pod that stopped using it (--handle-volume-inuse-error).
 func (c *Controller) Requeue(namespace, name string) {
-	c.cfg.ExpandQueue.Add(namespace + "/" + name)
+	if c.cfg.Expand != nil {
+		c.cfg.ExpandQueue.Add(namespace + "/" + name)
+	}
 }
 
 func (c *Controller) sync(ctx context.Context, key string, h Handler, q workqueue.Queue[string]) error {
@@ -168,7 +175,7 @@ func (c *Controller) sync(ctx context.Context, key string, h Handler, q workqueu
 
 func (c *Controller) enqueue(pvc *v1.PersistentVolumeClaim, expand, modify bool) {
 	key := pvc.Namespace + "/" + pvc.Name
-	if expand {
+	if expand && c.cfg.Expand != nil {
 		c.cfg.ExpandQueue.Add(key)
 	}
 	if modify && c.cfg.Modify != nil {
@@ -211,8 +218,10 @@ func (c *Controller) pvcDeleted(obj any) {
 		return
 	}
 	key := pvc.Namespace + "/" + pvc.Name
-	c.cfg.Expand.Forget(key, pvc)
-	c.cfg.ExpandQueue.Forget(key)
+	if c.cfg.Expand != nil {
+		c.cfg.Expand.Forget(key, pvc)
+		c.cfg.ExpandQueue.Forget(key)
+	}
 	if c.cfg.Modify != nil {
 		c.cfg.Modify.Forget(key, pvc)
 		c.cfg.ModifyQueue.Forget(key)

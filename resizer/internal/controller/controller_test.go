@@ -157,3 +157,68 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 		return slices.Contains(expand.forgot, key) && slices.Contains(modify.forgot, key), nil
 	})
 }
+
+// A driver that only modifies volumes runs without an expand handler or queue: claims reach the modify
+// handler, and a bigger request, a requeue, a deleted claim and the driver coming back touch no expand queue
+// (there is none to touch).
+func TestModifyOnlyWithoutAnExpandHandler(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	client := sharedtestutil.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	qm, err := workqueue.NewMetrics(metrics.NewRegistry().Registerer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := workqueue.Config{Name: "modify", RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Second}
+	modifyQ, _ := workqueue.New[string](qm, cfg)
+	modify := &recorder{version: map[string]string{}}
+	c, err := New(Config{
+		Driver: testutil.Driver, PVCInformer: factory.Core().V1().PersistentVolumeClaims(), PVInformer: factory.Core().V1().PersistentVolumes(),
+		Modify: modify, ModifyQueue: modifyQ,
+		VACInformer: factory.Storage().V1().VolumeAttributesClasses(), Workers: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	})
+	claims := client.CoreV1().PersistentVolumeClaims(testutil.Namespace)
+	pvc, err := claims.Create(ctx, testutil.PVC("c1", "pv1", "1Gi", "1Gi"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedtestutil.Eventually(t, 10*time.Second, "the new claim to reach the modify handler", func() (bool, error) {
+		return modify.count("c1") >= 1, nil
+	})
+	gold := "gold"
+	pvc.Spec.VolumeAttributesClassName = &gold
+	pvc.Spec.Resources.Requests[v1.ResourceStorage] = resource.MustParse("2Gi")
+	if _, err = claims.Update(ctx, pvc, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sharedtestutil.Eventually(t, 10*time.Second, "the class change to reach the modify handler", func() (bool, error) {
+		return modify.count("c1") >= 2, nil
+	})
+	c.Requeue(testutil.Namespace, "c1")
+	c.DriverBack(ctx)
+	if err := claims.Delete(ctx, "c1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sharedtestutil.Eventually(t, 10*time.Second, "the deleted claim to be forgotten", func() (bool, error) {
+		modify.mu.Lock()
+		defer modify.mu.Unlock()
+		return slices.Contains(modify.forgot, testutil.Namespace+"/c1"), nil
+	})
+}
