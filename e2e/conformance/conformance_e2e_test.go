@@ -42,7 +42,8 @@ var shortFocus = fullFocus + `.*(` + strings.Join([]string{
 // stowage-ebs chart on two real nodes in two zones, ec2sim as EC2, with testdata/ebs-testdriver.yaml. It
 // prints the table of passed, failed and skipped specs per test pattern and suite, keeps the JUnit report
 // and e2e.test's log under $STOWAGE_CACHE_DIR/conformance/<mode>, and fails on any failed spec and on any
-// skip that is neither the framework's own nor in testdata/skips.yaml.
+// skip that is neither the framework's own nor in testdata/skips.yaml. Then, on the same install, it checks
+// what the suite's expansion specs leave out: that an expanded filesystem really grew (checkFilesystemGrows).
 func TestE2EConformance(t *testing.T) {
 	ctx := context.Background()
 	mode, focus, timeout := "short", shortFocus, 25*time.Minute
@@ -103,6 +104,7 @@ func TestE2EConformance(t *testing.T) {
 	if err := v.Err(); err != nil {
 		t.Errorf("%v\n(e2e.test's log: %s)", err, run.Log())
 	}
+	t.Run("FilesystemGrowsOnline", func(t *testing.T) { checkFilesystemGrows(t, ctx, s.Cluster.Client()) })
 }
 
 func hasPassed(rs []Result) bool {
