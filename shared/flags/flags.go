@@ -9,9 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
+	// The API server's gates, registered in utilfeature's registry by this package's init.
+	_ "k8s.io/apiserver/pkg/features"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	// Registers --logging-format=json, which upstream sidecars accept too.
@@ -108,6 +112,35 @@ type Common struct {
 
 	// without is Defaults.Without as a set.
 	without map[string]bool
+	// serverGates are the API server's gates, accepted on --feature-gates as upstream accepts them (see
+	// addServerGates) and acted on by nothing.
+	serverGates []Gate
+}
+
+// serverGateNoEffect is why the API server's gates change nothing here.
+const serverGateNoEffect = "an API server feature gate: upstream's sidecars accept it because they register their gates in " +
+	"k8s.io/apiserver's registry, but it changes nothing in a client"
+
+// addServerGates adds the API server's feature gates (WatchList, APIResponseCompression, ...) that the gate
+// does not know yet. Upstream's sidecars and snapshot-controller register their own gates in k8s.io/apiserver's
+// DefaultMutableFeatureGate, which holds these too, so their --feature-gates accepts them, and manifests carry
+// them (WatchList=false was a common workaround): Stowage's binaries must start with those manifests. Each
+// keeps its maturity, default and lock (a GA gate locked to its default is refused away from it, as upstream);
+// one set away from its default gets a warning at start-up (IgnoredGates).
+func (c *Common) addServerGates() error {
+	known := c.FeatureGates.GetAll()
+	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
+	for name, spec := range utilfeature.DefaultFeatureGate.DeepCopy().GetAll() {
+		if _, ok := known[name]; ok {
+			continue
+		}
+		specs[name] = spec
+		c.serverGates = append(c.serverGates, Gate{Name: name, Spec: spec, NoEffect: serverGateNoEffect})
+	}
+	if err := c.FeatureGates.Add(specs); err != nil {
+		return fmt.Errorf("adding the API server's feature gates: %w", err)
+	}
+	return nil
 }
 
 // Register adds the shared flags to fs and returns the struct they fill when fs is parsed.
@@ -137,6 +170,9 @@ func Register(fs *flag.FlagSet, d Defaults) (*Common, error) {
 	}
 	if err := c.FeatureGates.Add(specs); err != nil {
 		return nil, fmt.Errorf("adding feature gates: %w", err)
+	}
+	if err := c.addServerGates(); err != nil {
+		return nil, err
 	}
 
 	all := flag.NewFlagSet("", flag.ContinueOnError)
@@ -184,7 +220,7 @@ func (c *Common) register(fs *flag.FlagSet, d Defaults) {
 // (directly or through AllAlpha/AllBeta), each with the reason, for a start-up warning.
 func (c *Common) IgnoredGates(gates []Gate) map[string]string {
 	out := map[string]string{}
-	for _, g := range gates {
+	for _, g := range append(slices.Clone(gates), c.serverGates...) {
 		if g.NoEffect != "" && c.FeatureGates.Enabled(g.Name) != g.Spec.Default {
 			out[fmt.Sprintf("%s=%t", g.Name, !g.Spec.Default)] = g.NoEffect
 		}

@@ -285,10 +285,37 @@ func TestIgnoredGates(t *testing.T) {
 			if err := fs.Parse([]string{"--feature-gates=" + tt.arg}); err != nil {
 				t.Fatal(err)
 			}
-			if got := c.IgnoredGates(gates); !maps.Equal(got, tt.want) {
+			got := c.IgnoredGates(gates)
+			// AllAlpha turns on the API server's alpha gates too, which are reported with their own reason.
+			maps.DeleteFunc(got, func(_, why string) bool { return why == serverGateNoEffect })
+			if !maps.Equal(got, tt.want) {
 				t.Errorf("IgnoredGates = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Upstream's sidecars accept the API server's gates on --feature-gates (they share k8s.io/apiserver's
+// registry); manifests set e.g. WatchList=false. Stowage accepts them, warns that they change nothing, and
+// keeps their locks.
+func TestAPIServerGatesAreAcceptedAndReported(t *testing.T) {
+	fs, c := newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
+	if err := fs.Parse([]string{"--feature-gates=WatchList=false,APIResponseCompression=true"}); err != nil {
+		t.Fatalf("upstream's WatchList gate refused: %v", err)
+	}
+	got := c.IgnoredGates(nil)
+	if got["WatchList=false"] != serverGateNoEffect {
+		t.Errorf("IgnoredGates = %v, want WatchList=false reported as an API server gate", got)
+	}
+	if _, ok := got["APIResponseCompression=true"]; ok {
+		t.Errorf("a server gate set to its default is reported: %v", got)
+	}
+	if c.FeatureGates.Enabled(ReleaseLeaderElectionOnExit) != true {
+		t.Error("the server gates replaced Stowage's own default for ReleaseLeaderElectionOnExit")
+	}
+	fs, _ = newFlags(t, Defaults{Timeout: time.Second, WorkerThreads: 1})
+	if err := fs.Parse([]string{"--feature-gates=NoSuchGate=true"}); err == nil {
+		t.Error("an unknown gate was accepted")
 	}
 }
 

@@ -221,14 +221,11 @@ func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
 		return nil, nil, err
 	}
 	fs.SetOutput(stdout)
-	if err := fs.Parse(o.Args); err != nil {
+	if err := flags.ParseInterspersed(fs, o.Args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, nil
 		}
 		return nil, nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	common.Parsed(fs)
 	if common.ShowVersion {
@@ -265,6 +262,9 @@ func setUpProcess(ctx context.Context, o Options, fs *flag.FlagSet, common *flag
 	}
 	if common.MetricsAddress != "" {
 		logger.Info("--metrics-address is deprecated, use --http-endpoint")
+	}
+	if fs.NArg() > 0 {
+		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", fs.Args())
 	}
 	warnNoEffect(logger, fs, o.NoEffect)
 	warnIgnoredGates(logger, common, o.Defaults.Gates)

@@ -17,6 +17,7 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	"k8s.io/klog/v2"
 
+	"github.com/stowage-csi/stowage/shared/flags"
 	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
@@ -61,15 +62,11 @@ type Process struct {
 // status.
 func (p Process) Main(args []string) int {
 	p.Flags.SetOutput(p.Stderr)
-	if err := p.Flags.Parse(args); err != nil {
+	if err := flags.ParseInterspersed(p.Flags, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitOK
 		}
 		// The flag package already printed the error and the usage.
-		return ExitUsage
-	}
-	if p.Flags.NArg() > 0 {
-		fmt.Fprintf(p.Stderr, "%s: unexpected arguments %q\n", p.Binary, p.Flags.Args())
 		return ExitUsage
 	}
 	if p.Common.ShowVersion {
@@ -93,6 +90,9 @@ func (p Process) Main(args []string) int {
 		return ExitUsage
 	}
 	logger := klog.Background().WithName(p.Binary)
+	if p.Flags.NArg() > 0 {
+		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", p.Flags.Args())
+	}
 	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
 	err := p.Run(ctx)
 	stop()

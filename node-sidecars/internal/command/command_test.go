@@ -25,7 +25,7 @@ func TestMainExitStatus(t *testing.T) {
 		// Same logging flags as above: component-base applies a logging configuration once per process.
 		{name: "run fails", args: []string{"-v=2", "--logging-format=text"}, run: errors.New("driver went away"), wantCode: ExitFailure, wantRun: true},
 		{name: "unknown flag", args: []string{"--leader-election"}, wantCode: ExitUsage, wantStderr: "flag provided but not defined: -leader-election"},
-		{name: "positional argument", args: []string{"registration"}, wantCode: ExitUsage, wantStderr: "unexpected arguments"},
+		{name: "positional argument, ignored as upstream ignores it", args: []string{"registration", "--version"}, wantCode: ExitOK, wantStdout: "test-binary dev\n"},
 		{name: "invalid flags", validate: errors.New("--own is wrong"), wantCode: ExitUsage, wantStderr: "invalid flags: --own is wrong"},
 		{name: "unknown logging format", args: []string{"--logging-format=xml"}, wantCode: ExitUsage, wantStderr: "logging"},
 	}

@@ -83,7 +83,7 @@ func TestParse(t *testing.T) {
 		{"csi-address is not a flag here", []string{"--csi-address=/run/csi/socket"}, "flag provided but not defined: -csi-address"},
 		{"no workers", []string{"--worker-threads=0"}, "--worker-threads must be at least 1"},
 		{"bad retry", []string{"--retry-interval-start=10m", "--retry-interval-max=1m"}, "--retry-interval-start (10m0s) must not exceed --retry-interval-max (1m0s)"},
-		{"stray argument", []string{"extra"}, `unexpected arguments ["extra"]`},
+		{"stray argument, as upstream tolerates", []string{"extra", "--leader-election=true"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -43,16 +43,14 @@ func Parse(args []string, stdout io.Writer) (*Config, error) {
 		return nil, err
 	}
 	fs.SetOutput(stdout)
-	if err := fs.Parse(args); err != nil {
+	if err := flags.ParseInterspersed(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
 	cfg.Parsed(fs)
+	cfg.Positional = fs.Args()
 	if cfg.ShowVersion {
 		return nil, version.Print(stdout, Binary)
 	}
@@ -70,6 +68,9 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting", "binary", Binary, "version", version.Version)
+	if len(cfg.Positional) > 0 {
+		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", cfg.Positional)
+	}
 	if cfg.Automaxprocs {
 		defer setMaxProcs(logger)()
 	}
