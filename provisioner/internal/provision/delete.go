@@ -34,9 +34,10 @@ func (p *Provisioner) VolumeSettled(pv *v1.PersistentVolume) bool {
 }
 
 // SyncVolume adds the deletion-protection finalizer to a bound PV of ours that lacks it (needsVolumeFinalizer),
-// and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two, as
-// upstream's: the PV is deleted first (so "being deleted" is on record while its finalizer still holds it), then
-// DeleteVolume, then one patch drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone is
+// and deletes the volume of a Released PV whose reclaim policy is Delete, then the PV. Its writes are two, in
+// upstream's order: DeleteVolume first, so that while it fails the PV stays Released and untouched (the usual
+// rescue, patching it to Retain, keeps the PV object and its volume), then the PV is deleted, then one patch
+// drops the finalizer. DeleteVolume runs once per PV: a PV whose volume is gone is
 // remembered, so the events our own writes cause do not call it again
 // (kubernetes-csi/external-provisioner#1235), until the lister no longer has the PV (Forget). A restarted
 // process, which remembers nothing, calls it again only while our finalizer is on the PV; CSI requires
@@ -75,7 +76,7 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	switch p.deleteStage(pv) {
 	case stageFinalized:
 		return nil
-	case stageVolumeDeleted:
+	case stageVolumeDeleted, stagePVDeleted:
 		return p.finalizePV(ctx, pv)
 	}
 	if va := p.attachedBy(pv.Name); va != "" {
@@ -96,12 +97,6 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
 	}
-	if slices.Contains(pv.Finalizers, VolumeFinalizer) && pv.DeletionTimestamp == nil {
-		// The finalizer keeps the object until the volume is gone, so deleting it first loses nothing.
-		if err := p.deletePV(ctx, pv); err != nil {
-			return err
-		}
-	}
 	if err := p.deleteVolume(csiconn.WithMigrated(ctx, pv.Spec.CSI == nil), handle, secrets); err != nil {
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
@@ -117,6 +112,8 @@ type deleteStage int
 const (
 	stageNone deleteStage = iota
 	stageVolumeDeleted
+	// stagePVDeleted: the PV object is being deleted too, held by our finalizer only until the next write.
+	stagePVDeleted
 	stageFinalized
 )
 
@@ -135,19 +132,28 @@ func (p *Provisioner) setDeleteStage(pv *v1.PersistentVolume, s deleteStage) {
 	p.mu.Unlock()
 }
 
-// finalizePV is the last write for a PV whose volume is gone: drop our finalizer, or, for a PV without it (made
-// before the finalizer existed), delete the PV only now.
+// finalizePV is what follows for a PV whose volume is gone: delete the PV (unless it is being deleted
+// already), then drop our finalizer; a PV without it (made before the finalizer existed) is only deleted. The
+// stage recorded after each write keeps a stale cached copy from repeating the delete.
 func (p *Provisioner) finalizePV(ctx context.Context, pv *v1.PersistentVolume) error {
-	var err error
-	if slices.Contains(pv.Finalizers, VolumeFinalizer) {
-		err = p.removePVFinalizer(ctx, pv)
-	} else {
-		err = p.deletePV(ctx, pv)
-	}
-	if err == nil {
+	if !slices.Contains(pv.Finalizers, VolumeFinalizer) {
+		if err := p.deletePV(ctx, pv); err != nil {
+			return err
+		}
 		p.setDeleteStage(pv, stageFinalized)
+		return nil
 	}
-	return err
+	if pv.DeletionTimestamp == nil && p.deleteStage(pv) < stagePVDeleted {
+		if err := p.deletePV(ctx, pv); err != nil {
+			return err
+		}
+		p.setDeleteStage(pv, stagePVDeleted)
+	}
+	if err := p.removePVFinalizer(ctx, pv); err != nil {
+		return err
+	}
+	p.setDeleteStage(pv, stageFinalized)
+	return nil
 }
 
 // attachedBy names a VolumeAttachment that references the PV, or "".

@@ -47,7 +47,7 @@ func TestSyncVolume(t *testing.T) {
 		wantEvent   string
 	}{
 		{
-			name:        "released with Delete: delete PV, DeleteVolume, drop finalizer",
+			name:        "released with Delete: DeleteVolume, delete PV, drop finalizer",
 			pv:          releasedPV(),
 			wantAct:     []string{"delete persistentvolumes", "patch persistentvolumes"},
 			wantDeletes: 1,
@@ -86,10 +86,10 @@ func TestSyncVolume(t *testing.T) {
 			wantAct: []string{"patch persistentvolumes"},
 		},
 		{
-			name:        "DeleteVolume fails: Event, finalizer kept",
+			// As upstream: the PV stays Released and is not deleted, so patching it to Retain rescues it.
+			name:        "DeleteVolume fails: Event, PV untouched",
 			pv:          releasedPV(),
 			setup:       func(h *harness) { h.csi.DeleteErr = testutil.Code(codes.Internal) },
-			wantAct:     []string{"delete persistentvolumes"},
 			wantDeletes: 1, wantErr: true, wantFinal: true,
 			wantEvent: "VolumeFailedDelete",
 		},
@@ -175,5 +175,34 @@ func TestSyncVolumeDeletesOnce(t *testing.T) {
 	h.p.Forget(pv.Name)
 	if h.p.deleteStage(pv) != stageNone {
 		t.Error("Forget kept the stage")
+	}
+}
+
+// The usual rescue of a volume whose deletion fails: the user patches the Released PV to Retain. The PV must
+// still be there, not deleted, and keep its volume and its binding record.
+func TestFailedDeleteCanBeRescuedWithRetain(t *testing.T) {
+	pv := releasedPV()
+	h := newHarness(t, defaultConfig(), pv)
+	h.csi.DeleteErr = testutil.Code(codes.Internal)
+	if err := h.p.SyncVolume(context.Background(), pv.DeepCopy()); err == nil {
+		t.Fatal("a failing DeleteVolume was not reported")
+	}
+	rescued := pv.DeepCopy()
+	rescued.Spec.PersistentVolumeReclaimPolicy = v1.PersistentVolumeReclaimRetain
+	if _, err := h.kube.CoreV1().PersistentVolumes().Update(context.Background(), rescued, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.p.SyncVolume(context.Background(), rescued); err != nil {
+		t.Fatal(err)
+	}
+	got, err := h.kube.CoreV1().PersistentVolumes().Get(context.Background(), volName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the PV is gone after the rescue: %v", err)
+	}
+	if got.DeletionTimestamp != nil || got.Status.Phase != v1.VolumeReleased {
+		t.Errorf("rescued PV: deletion %v, phase %s; want not deleted and Released", got.DeletionTimestamp, got.Status.Phase)
+	}
+	if len(h.csi.Deletes) != 1 {
+		t.Errorf("DeleteVolume called %d times, want 1 (before the rescue)", len(h.csi.Deletes))
 	}
 }
