@@ -92,11 +92,7 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return slow(err)
 	}
-	secrets, err := p.deletionSecrets(ctx, pv)
-	if err != nil {
-		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
-		return err
-	}
+	secrets := p.deletionSecrets(ctx, pv)
 	if err := p.deleteVolume(csiconn.WithMigrated(ctx, pv.Spec.CSI == nil), handle, secrets); err != nil {
 		p.event(pv, v1.EventTypeWarning, ReasonVolumeFailedDelete, err.Error())
 		return err
@@ -173,13 +169,52 @@ func (p *Provisioner) attachedBy(pvName string) string {
 	return ""
 }
 
-// deletionSecrets reads the provisioner secret recorded on the PV at provisioning time.
-func (p *Provisioner) deletionSecrets(ctx context.Context, pv *v1.PersistentVolume) (map[string]string, error) {
+// deletionSecrets returns the provisioner secret for DeleteVolume: the one recorded on the PV at provisioning
+// time, or, on a PV without that record (provisioned before the annotations existed, or by another
+// provisioner), the one its StorageClass names, resolved for this PV and its claim, as upstream does. A secret
+// that cannot be found or read does not block the deletion for ever: upstream goes on without it too (the
+// secret may have gone with its namespace), and the driver answers if it really needs one. The log says why.
+func (p *Provisioner) deletionSecrets(ctx context.Context, pv *v1.PersistentVolume) map[string]string {
+	logger := klog.FromContext(ctx)
+	ref, err := p.deletionSecretRef(pv)
+	if err == nil && ref != nil {
+		var data map[string]string
+		if data, err = secretData(ctx, p, ref); err == nil {
+			return data
+		}
+	}
+	if err != nil {
+		logger.Error(err, "Deleting the volume without the provisioner secret, which cannot be read")
+	}
+	return nil
+}
+
+// deletionSecretRef is the secret deletionSecrets reads, or nil when there is none to read.
+func (p *Provisioner) deletionSecretRef(pv *v1.PersistentVolume) (*secretRef, error) {
 	name, ns := pv.Annotations[annDeletionSecretName], pv.Annotations[annDeletionSecretNS]
-	if name == "" && ns == "" {
+	if name != "" || ns != "" {
+		return &secretRef{name: name, namespace: ns}, nil
+	}
+	if pv.Spec.StorageClassName == "" || p.Classes == nil {
 		return nil, nil
 	}
-	return secretData(ctx, p, &secretRef{name: name, namespace: ns})
+	class, err := p.Classes.Get(pv.Spec.StorageClassName)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	params, err := parseClassParams(class.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	// The claim may be gone: its namespace and name are what the PV recorded, as upstream resolves them.
+	var claim *v1.PersistentVolumeClaim
+	if ref := pv.Spec.ClaimRef; ref != nil {
+		claim = &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name}}
+	}
+	return resolveSecret(params.secrets[secretProvisioner], pv.Name, claim)
 }
 
 func (p *Provisioner) deletePV(ctx context.Context, pv *v1.PersistentVolume) error {

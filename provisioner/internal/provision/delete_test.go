@@ -45,6 +45,7 @@ func TestSyncVolume(t *testing.T) {
 		wantErr     bool
 		wantFinal   bool // our finalizer still on the PV (if the PV is still there)
 		wantEvent   string
+		wantSecret  string // DeleteVolume's secrets["key"]
 	}{
 		{
 			name:        "released with Delete: DeleteVolume, delete PV, drop finalizer",
@@ -61,6 +62,32 @@ func TestSyncVolume(t *testing.T) {
 			objs:        []runtime.Object{&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}},
 			wantAct:     []string{"get secrets", "delete persistentvolumes", "patch persistentvolumes"},
 			wantDeletes: 1,
+		},
+		{
+			// The secret went (with its namespace, say): the deletion goes on without it, as upstream's.
+			name: "deletion secret gone: DeleteVolume without it",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				pv.Annotations[annDeletionSecretName] = "gone"
+				pv.Annotations[annDeletionSecretNS] = "ns"
+			}),
+			wantAct:     []string{"get secrets", "delete persistentvolumes", "patch persistentvolumes"},
+			wantDeletes: 1,
+		},
+		{
+			// A PV without the annotations: the class's provisioner secret, resolved for this PV's claim.
+			name: "no deletion-secret annotations: the StorageClass's secret",
+			pv: releasedPV(func(pv *v1.PersistentVolume) {
+				pv.Spec.ClaimRef = &v1.ObjectReference{Namespace: "team", Name: "data"}
+			}),
+			objs: []runtime.Object{
+				&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "fast"}, Provisioner: testutil.Driver, Parameters: map[string]string{
+					"csi.storage.k8s.io/provisioner-secret-name":      "creds-${pvc.name}",
+					"csi.storage.k8s.io/provisioner-secret-namespace": "${pvc.namespace}",
+				}},
+				&v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "creds-data"}, Data: map[string][]byte{"key": []byte("v")}},
+			},
+			wantAct:     []string{"get secrets", "delete persistentvolumes", "patch persistentvolumes"},
+			wantDeletes: 1, wantSecret: "v",
 		},
 		{
 			name: "still attached: no DeleteVolume",
@@ -135,6 +162,9 @@ func TestSyncVolume(t *testing.T) {
 			}
 			if len(h.csi.Deletes) != tc.wantDeletes {
 				t.Errorf("DeleteVolume calls %d, want %d", len(h.csi.Deletes), tc.wantDeletes)
+			}
+			if len(h.csi.Deletes) > 0 && h.csi.Deletes[0].GetSecrets()["key"] != tc.wantSecret {
+				t.Errorf("DeleteVolume secrets %v, want key=%q", h.csi.Deletes[0].GetSecrets(), tc.wantSecret)
 			}
 			if pv, err := h.kube.CoreV1().PersistentVolumes().Get(context.Background(), volName, metav1.GetOptions{}); err == nil {
 				if slices.Contains(pv.Finalizers, VolumeFinalizer) != tc.wantFinal {
