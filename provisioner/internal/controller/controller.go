@@ -327,7 +327,7 @@ func (c *Controller) classChanged(o any) {
 		return
 	}
 	for _, claim := range claims {
-		if claim.Spec.VolumeName == "" && claim.Spec.StorageClassName != nil && *claim.Spec.StorageClassName == class.Name && c.s.IsOurs(claim) {
+		if claim.Spec.VolumeName == "" && provision.ClaimClass(claim) == class.Name && c.s.IsOurs(claim) {
 			c.claimQ.Add(claim.Namespace + "/" + claim.Name)
 		}
 	}

@@ -122,13 +122,26 @@ func (p *Provisioner) settle(ctx context.Context, claim *v1.PersistentVolumeClai
 	return false, nil
 }
 
+// betaClassAnnotation names a claim's class on claims written before spec.storageClassName existed; the binder
+// and upstream's provisioner still read it first.
+const betaClassAnnotation = "volume.beta.kubernetes.io/storage-class"
+
+// ClaimClass is the claim's StorageClass name as the binder reads it: the beta annotation when present, else
+// spec.storageClassName.
+func ClaimClass(claim *v1.PersistentVolumeClaim) string {
+	if class, ok := claim.Annotations[betaClassAnnotation]; ok {
+		return class
+	}
+	if claim.Spec.StorageClassName != nil {
+		return *claim.Spec.StorageClassName
+	}
+	return ""
+}
+
 // classToProvision returns the claim's StorageClass when this provisioner is to make its volume now; nil, with
 // an error or not, when not (another provisioner's class, an external populator, an unsupported source).
 func (p *Provisioner) classToProvision(ctx context.Context, claim *v1.PersistentVolumeClaim) (*storagev1.StorageClass, error) {
-	className := ""
-	if claim.Spec.StorageClassName != nil {
-		className = *claim.Spec.StorageClassName
-	}
+	className := ClaimClass(claim)
 	class, err := p.Classes.Get(className)
 	if err != nil {
 		p.event(claim, v1.EventTypeWarning, ReasonProvisioningFailed, fmt.Sprintf("storageclass.storage.k8s.io %q: %v", className, err))
@@ -343,10 +356,7 @@ func (p *Provisioner) abandon(ctx context.Context, claim *v1.PersistentVolumeCla
 	} else if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get PV %s: %w", volName, err)
 	}
-	className := ""
-	if claim.Spec.StorageClassName != nil {
-		className = *claim.Spec.StorageClassName
-	}
+	className := ClaimClass(claim)
 	class, err := p.Classes.Get(className)
 	if err == nil {
 		class, err = p.csiClass(ctx, class)

@@ -76,6 +76,18 @@ func TestSyncClaim(t *testing.T) {
 			wantEvent: []string{"Provisioning", "ProvisioningSucceeded"},
 		},
 		{
+			// Claims written before spec.storageClassName existed name their class in the beta annotation,
+			// which the binder reads first.
+			name: "class named only by the beta annotation: provisioned from it",
+			claim: testutil.Claim("ns", "data", uid, "", "1Gi", func(c *v1.PersistentVolumeClaim) {
+				c.Spec.StorageClassName = nil
+				c.Annotations[betaClassAnnotation] = "fast"
+			}),
+			wantAct:     []string{"update leases", "create persistentvolumes"},
+			wantCreates: 1, wantVolumes: 1,
+			wantEvent: []string{"Provisioning", "ProvisioningSucceeded"},
+		},
+		{
 			name:    "unknown csi.storage.k8s.io key: Event names it, no write, no CSI call, slow retry",
 			claim:   testutil.Claim("ns", "data", uid, "bad", "1Gi"),
 			class:   testutil.Class("bad", map[string]string{"csi.storage.k8s.io/fstyp": "ext4"}),
