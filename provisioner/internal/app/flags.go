@@ -40,7 +40,7 @@ var Defaults = flags.Defaults{Timeout: 10 * time.Second, WorkerThreads: 100, Gat
 	{Name: CrossNamespaceVolumeDataSource, Spec: featuregate.FeatureSpec{Default: false, PreRelease: featuregate.Alpha},
 		NoEffect: "Stowage does not provision from a data source in another namespace"},
 	// Honoured: off, the provisioner never reads VolumeAttributesClasses (no informer, no RBAC needed for them);
-	// ENABLE_VAC_FALLBACK can turn it off at start-up when the API is not served.
+	// it is turned off at start-up when the API server does not serve the v1 API, as upstream turns it off.
 	{Name: VolumeAttributesClass, Spec: featuregate.FeatureSpec{Default: true, PreRelease: featuregate.GA}},
 }}
 

@@ -108,29 +108,9 @@ func TestIgnoredProvisionerGates(t *testing.T) {
 	}
 }
 
-func TestAttributesClassesDecision(t *testing.T) {
-	tests := []struct {
-		gateOn, fallback, served bool
-		wantRead, wantGate       bool
-	}{
-		{gateOn: true, served: true, wantRead: true, wantGate: true},
-		{gateOn: true, fallback: true, served: true, wantRead: true, wantGate: true},
-		{gateOn: true, fallback: true, served: false, wantRead: false, wantGate: false},
-		{gateOn: true, fallback: false, served: false, wantRead: false, wantGate: true},
-		{gateOn: false, served: true, wantRead: false, wantGate: false},
-		{gateOn: false, fallback: true, served: false, wantRead: false, wantGate: false},
-	}
-	for _, tt := range tests {
-		read, gate := attributesClasses(tt.gateOn, tt.fallback, tt.served)
-		if read != tt.wantRead || gate != tt.wantGate {
-			t.Errorf("attributesClasses(gate %t, fallback %t, served %t) = read %t, gate %t; want %t, %t",
-				tt.gateOn, tt.fallback, tt.served, read, gate, tt.wantRead, tt.wantGate)
-		}
-	}
-}
-
-// The gate, ENABLE_VAC_FALLBACK and the API server's discovery together decide whether the leader caches
-// VolumeAttributesClasses; with the gate off, discovery is not even asked.
+// The gate and the API server's discovery decide whether the leader reads VolumeAttributesClasses: without the
+// v1 API the gate goes off by itself, as upstream's, whatever ENABLE_VAC_FALLBACK says; with the gate off,
+// discovery is not even asked.
 func TestReadAttributesClasses(t *testing.T) {
 	vacServed := []*metav1.APIResourceList{{GroupVersion: "storage.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "storageclasses"}, {Name: "volumeattributesclasses"}}}}
 	vacMissing := []*metav1.APIResourceList{{GroupVersion: "storage.k8s.io/v1", APIResources: []metav1.APIResource{{Name: "storageclasses"}}}}
@@ -145,15 +125,15 @@ func TestReadAttributesClasses(t *testing.T) {
 		wantErr       string
 	}{
 		{name: "served", resources: vacServed, wantRead: true, wantGate: true, wantDiscovery: true},
-		{name: "not served, no fallback", resources: vacMissing, wantGate: true, wantDiscovery: true},
-		{name: "not served, fallback", fallback: "true", resources: vacMissing, wantDiscovery: true},
-		{name: "storage.k8s.io/v1 unknown is not served", fallback: "true", wantDiscovery: true},
+		{name: "not served: off by itself", resources: vacMissing, wantDiscovery: true},
+		{name: "not served, ENABLE_VAC_FALLBACK=false: off all the same", fallback: "false", resources: vacMissing, wantDiscovery: true},
+		{name: "storage.k8s.io/v1 unknown is not served", wantDiscovery: true},
 		{name: "gate off", gates: "VolumeAttributesClass=false", resources: vacServed},
-		{name: "bad ENABLE_VAC_FALLBACK", fallback: "yes please", resources: vacServed, wantErr: "ENABLE_VAC_FALLBACK"},
+		{name: "ENABLE_VAC_FALLBACK is not read", fallback: "yes please", resources: vacServed, wantRead: true, wantGate: true, wantDiscovery: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(vacFallbackEnv, tt.fallback)
+			t.Setenv("ENABLE_VAC_FALLBACK", tt.fallback)
 			var args []string
 			if tt.gates != "" {
 				args = []string{"--feature-gates=" + tt.gates}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
@@ -47,9 +46,6 @@ type leaderDeps struct {
 	driver   string
 	caps     provision.Capabilities
 	nodeName string
-	// vacFallback is ENABLE_VAC_FALLBACK: with the VolumeAttributesClass gate on and the API not served, run as
-	// if the gate were off.
-	vacFallback bool
 }
 
 // leaderDeps derives the provisioner's view of the driver and node from env; Prepare has already checked
@@ -65,28 +61,7 @@ func (c *Config) leaderDeps(env *sidecar.Env) (leaderDeps, error) {
 			return leaderDeps{}, errors.New("--node-deployment needs the NODE_NAME environment variable")
 		}
 	}
-	vacFallback := false
-	if v := os.Getenv(vacFallbackEnv); v != "" {
-		if vacFallback, err = strconv.ParseBool(v); err != nil {
-			return leaderDeps{}, fmt.Errorf("environment variable %s=%q is not a boolean", vacFallbackEnv, v)
-		}
-	}
-	return leaderDeps{env: env, kube: env.Clients.Kube, driver: env.DriverName, caps: caps, nodeName: nodeName, vacFallback: vacFallback}, nil
-}
-
-// vacFallbackEnv is upstream's switch (set in aws-ebs-csi-driver's manifest) for clusters that predate the
-// VolumeAttributesClass v1 API.
-const vacFallbackEnv = "ENABLE_VAC_FALLBACK"
-
-// attributesClasses decides whether the provisioner reads VolumeAttributesClasses, and whether the
-// VolumeAttributesClass gate is in effect: the gate as set, except that with ENABLE_VAC_FALLBACK and the API not
-// served it is off, as upstream runs then. With the gate on and the API not served (no fallback), nothing can be
-// read and a claim that names a class fails to provision rather than silently losing its parameters.
-func attributesClasses(gateOn, fallback, served bool) (read, gate bool) {
-	if gateOn && !served && fallback {
-		gateOn = false
-	}
-	return gateOn && served, gateOn
+	return leaderDeps{env: env, kube: env.Clients.Kube, driver: env.DriverName, caps: caps, nodeName: nodeName}, nil
 }
 
 // capabilities picks the driver capabilities the provisioner acts on from what sidecar.Run discovered. A driver

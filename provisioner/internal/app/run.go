@@ -136,8 +136,11 @@ type vacUse struct {
 	gate bool // the VolumeAttributesClass gate in effect; off, claims' class names are ignored as upstream
 }
 
-// readAttributesClasses applies the VolumeAttributesClass gate and ENABLE_VAC_FALLBACK (see attributesClasses).
-// With the gate off the API server is not even asked whether it serves the API.
+// readAttributesClasses applies the VolumeAttributesClass gate: on, and the API server serving the
+// storage.k8s.io/v1 API, the leader reads the classes claims name; on without the API, it runs as if the gate
+// were off, as upstream's provisioner does on its own (no environment variable needed; the ENABLE_VAC_FALLBACK
+// that aws-ebs-csi-driver's manifest sets changes nothing here). With the gate off the API server is not even
+// asked whether it serves the API.
 func (d leaderDeps) readAttributesClasses(ctx context.Context) (vacUse, error) {
 	logger := klog.FromContext(ctx)
 	if !d.env.Flags.FeatureGates.Enabled(VolumeAttributesClass) {
@@ -148,15 +151,11 @@ func (d leaderDeps) readAttributesClasses(ctx context.Context) (vacUse, error) {
 	if err != nil {
 		return vacUse{}, err
 	}
-	read, gate := attributesClasses(true, d.vacFallback, served)
-	switch {
-	case !gate:
-		logger.Info("The API server does not serve storage.k8s.io/v1 VolumeAttributesClasses and " + vacFallbackEnv + " is true: running as if the VolumeAttributesClass feature gate were off")
-	case !read:
-		logger.Info("Warning: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses: claims that name one will fail to provision; set " +
-			vacFallbackEnv + "=true or --feature-gates=VolumeAttributesClass=false to run without them")
+	if !served {
+		logger.Info("Disabling the VolumeAttributesClass feature gate: the API server does not serve storage.k8s.io/v1 VolumeAttributesClasses")
+		return vacUse{}, nil
 	}
-	return vacUse{read: read, gate: gate}, nil
+	return vacUse{read: true, gate: true}, nil
 }
 
 // newCaches registers the informers the provisioner needs on factory. VolumeAttributesClasses are not among them:
