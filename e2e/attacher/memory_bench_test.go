@@ -58,6 +58,13 @@ func TestBenchAttacherMemory(t *testing.T) {
 		}
 	}
 
+	floor, err := e2erig.FloorClient(r.Cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
+
 	rows := measure(0)
 	for i := range nodes {
 		createNode(t, ctx, admin, fmt.Sprintf("node-mem-%d", i), driver, fmt.Sprintf("mock-node-mem-%d", i))
@@ -72,6 +79,19 @@ func TestBenchAttacherMemory(t *testing.T) {
 		fmt.Printf("created %d PersistentVolumes and attached VolumeAttachments (%d requests) in %.0f s\n", n-have, 3*(n-have), time.Since(start).Seconds())
 		have = n
 		rows = append(rows, measure(n)...)
+		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := floor.StorageV1().VolumeAttachments().List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.StorageV1().CSINodes().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if calls := drv.Calls(csimock.ControllerPublishVolume); calls != 0 {
 		t.Errorf("%d ControllerPublish calls for VolumeAttachments created attached, want none: the sidecar was not idle", calls)
@@ -79,6 +99,7 @@ func TestBenchAttacherMemory(t *testing.T) {
 
 	fmt.Printf("\ncsi-attacher: objects = VolumeAttachments of its driver, each with its PersistentVolume (%d nodes with CSINodes), real kube-apiserver, each at its default flags\n", nodes)
 	e2erig.WriteMemoryTable(os.Stdout, rows, func(string) string { return upstreamAttacher })
+	e2erig.WriteListFloor(os.Stdout, "a plain protobuf client's LISTs of VolumeAttachments, PersistentVolumes and CSINodes", floors)
 	fmt.Printf("%s; synced: from the exec to \"Caches synced\" (Stowage) or the first \"Started VolumeAttachment processing\" (upstream at -v=4, its first line after the sync; with no objects \"Starting CSI attacher\", just before its LIST).\n\n", e2erig.MemoryLegend(rounds))
 }
 

@@ -56,6 +56,13 @@ func TestBenchProvisionerMemory(t *testing.T) {
 		}
 	}
 
+	floor, err := rig.FloorClient(r.Cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
+
 	rows := measure(0)
 	have := 0
 	for _, n := range counts {
@@ -64,6 +71,19 @@ func TestBenchProvisionerMemory(t *testing.T) {
 		fmt.Printf("created %d bound PVC/PV pairs (%d requests) in %.0f s\n", n-have, 5*(n-have), time.Since(start).Seconds())
 		have = n
 		rows = append(rows, measure(n)...)
+		floors[n], err = rig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumeClaims("").List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.StorageV1().StorageClasses().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
@@ -76,6 +96,7 @@ func TestBenchProvisionerMemory(t *testing.T) {
 
 	fmt.Println("\ncsi-provisioner: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
 	rig.WriteMemoryTable(os.Stdout, rows, func(string) string { return upstreamProvisioner })
+	rig.WriteListFloor(os.Stdout, "a plain protobuf client's LISTs of claims, PersistentVolumes and StorageClasses", floors)
 	fmt.Printf("%s; synced: from the exec to \"Caches synced\" (Stowage) or \"%s\" (upstream, logged once its informers synced).\n\n", rig.MemoryLegend(rounds), upstreamProvisionerReady)
 }
 

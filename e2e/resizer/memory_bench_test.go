@@ -54,6 +54,13 @@ func TestBenchResizerMemory(t *testing.T) {
 		})
 	}
 
+	floor, err := e2erig.FloorClient(r.Cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
+
 	rows := []e2erig.MemoryRow{measure(0)}
 	have := 0
 	for _, n := range counts {
@@ -65,6 +72,16 @@ func TestBenchResizerMemory(t *testing.T) {
 		have = n
 		before := len(r.resizerWrites(t))
 		rows = append(rows, measure(n))
+		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumeClaims("").List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if writes := r.resizerWrites(t)[before:]; len(writes) != 0 {
 			t.Errorf("%d writes while measuring, the resizer was not idle; first: %s", len(writes), writes[0])
 		}
@@ -75,6 +92,7 @@ func TestBenchResizerMemory(t *testing.T) {
 
 	fmt.Println("\ncsi-resizer: objects = bound claims of an expandable class at their requested size, each with its PV, real kube-apiserver, default flags")
 	e2erig.WriteMemoryTable(os.Stdout, rows, func(string) string { return "" })
+	e2erig.WriteListFloor(os.Stdout, "a plain protobuf client's LISTs of claims and PersistentVolumes", floors)
 	fmt.Printf("%s; synced: from the exec to \"Caches synced\"; no upstream row: external-resizer's module is refused by the module proxy.\n\n", e2erig.MemoryLegend(rounds))
 }
 

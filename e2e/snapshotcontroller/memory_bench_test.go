@@ -65,6 +65,8 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 			}),
 		}
 	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
 	rows := measureAll(0)
 
 	creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
@@ -81,6 +83,17 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 		have = n
 		before := len(r.Audit.MustWrites(t))
 		rows = append(rows, measureAll(n)...)
+		var err error
+		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := snaps.SnapshotV1().VolumeSnapshots("").List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, w := range r.Audit.MustWrites(t)[before:] {
 			if w.User == controllerUser || w.User == snapshotterUser {
 				t.Errorf("write while measuring, the binaries were not idle: %s", w)
@@ -95,6 +108,7 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 	e2erig.WriteMemoryTable(os.Stdout, rows, func(sidecar string) string {
 		return strings.Replace(sidecar, "Stowage", upstreamVersion, 1)
 	})
+	e2erig.WriteListFloor(os.Stdout, "a plain JSON client's LISTs of VolumeSnapshots and VolumeSnapshotContents, custom resources have no protobuf", floors)
 	fmt.Printf("%s (the empty rows already cache the %d claims); synced: from the exec to \"Caches synced\" (Stowage) or \"%s\" (upstream at -v=4, logged once its informers synced and it copied their objects into its own caches).\n\n",
 		e2erig.MemoryLegend(rounds), claims, upstreamReady)
 }
