@@ -26,14 +26,17 @@ import (
 // done (finalizers, bound both ways, ready, with handles and sizes), of 100 bound claims, so neither binary
 // has anything to do after its initial LIST: the reading is the cost of the caches, taken once the process is
 // idle (the audit log and the driver's CreateSnapshot count check that nothing was written). Each figure is
-// the median of STOWAGE_MEMORY_ROUNDS fresh starts, with leader election off; STOWAGE_MEMORY_N lists the
+// the median of STOWAGE_MEMORY_ROUNDS fresh starts, with leader election off and the group snapshot CRDs
+// installed; STOWAGE_MEMORY_N lists the
 // counts (see rig.MemoryCounts).
 func TestBenchSnapshotterMemory(t *testing.T) {
 	counts, rounds := e2erig.MemoryCounts(t), e2erig.MemoryRounds(t)
 	const claims = 100
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	r := startRig(t, false)
+	// With the group snapshot CRDs, as upstream's deployment installs them: without, upstream's
+	// snapshot-controller probes for them for 30 s before it starts.
+	r := startRig(t, true)
 	admin, snaps := benchClients(t, r, 2000, 4000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
