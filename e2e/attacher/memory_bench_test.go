@@ -12,8 +12,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/stowage-csi/stowage/e2e/csimock"
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
@@ -123,10 +125,19 @@ func createAttached(ctx context.Context, admin kubernetes.Interface, driver, fin
 	if err != nil {
 		return err
 	}
-	// The API server drops status on create.
-	created.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/mock/" + handle}}
-	_, err = admin.StorageV1().VolumeAttachments().UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
+	// The API server drops status on create. On a loaded machine a write may time out in etcd after it was
+	// committed, and the retried status update then conflicts with the version it left: read it again.
+	status := storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"devicePath": "/dev/mock/" + handle}}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		created.Status = status
+		_, err := admin.StorageV1().VolumeAttachments().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			if latest, getErr := admin.StorageV1().VolumeAttachments().Get(ctx, created.Name, metav1.GetOptions{}); getErr == nil {
+				created = latest
+			}
+		}
+		return err
+	})
 }
 
 // measureAttacher measures Stowage's csi-attacher once its caches hold objects (see rig.MeasureSidecar).
