@@ -22,23 +22,21 @@ import (
 	"github.com/stowage-csi/stowage/e2e/sidecarrig"
 )
 
-// memoryRounds is how many fresh starts each memory figure is the median of.
-const memoryRounds = 3
-
-// TestBenchProvisionerMemory measures the resident memory of Stowage's csi-provisioner and of the real upstream
-// one (external-provisioner, built from its module at the version e2e/tools pins), each at its own default
-// flags, with 10,000 PVCs of its StorageClass and their 10,000 PVs in its informer caches, against a
-// baseline with none, on one control plane. The objects are
-// created as a finished provisioning leaves them (PV named pvc-<claim UID> with claimRef, provisioned-by
-// annotation and finalizer; claim with volumeName and the binder's annotations; both Bound), and
-// kube-controller-manager's PV binder is off so nothing rewrites them: the sidecar has nothing to do after
-// its initial LIST, and the reading is the cost of its caches, taken once the process is idle. Each figure
-// is the median of memoryRounds fresh starts. PROVISIONER_MEMORY_N overrides the number of claims;
-// PROVISIONER_MEMORY_HEAP_PROFILE=<file> also writes the in-use heap profile of Stowage's provisioner at N
-// objects there, and upstream's to <file>.upstream (go tool pprof -top -sample_index=inuse_space <file>).
+// TestBenchProvisionerMemory measures the resident memory (after the initial sync, and its peak) and the time
+// from start to synced caches of Stowage's csi-provisioner and of the real upstream one
+// (external-provisioner, built from its module at the version e2e/tools pins), each at its own default
+// flags, with N PVCs of its StorageClass and their N PVs in its informer caches, against a baseline with
+// none, on one control plane. The objects are created as a finished provisioning leaves them (PV named
+// pvc-<claim UID> with claimRef, provisioned-by annotation and finalizer; claim with volumeName and the
+// binder's annotations; both Bound), and kube-controller-manager's PV binder is off so nothing rewrites them:
+// the sidecar has nothing to do after its initial LIST, and the reading is the cost of its caches, taken once
+// the process is idle. Each figure is the median of STOWAGE_MEMORY_ROUNDS fresh starts; STOWAGE_MEMORY_N
+// lists the counts (see rig.MemoryCounts). PROVISIONER_MEMORY_HEAP_PROFILE=<file> also writes the in-use heap
+// profile of Stowage's provisioner at the last count there, and upstream's to <file>.upstream
+// (go tool pprof -top -sample_index=inuse_space <file>).
 func TestBenchProvisionerMemory(t *testing.T) {
-	n := rig.EnvCount(t, "PROVISIONER_MEMORY_N", 10000)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	counts, rounds := rig.MemoryCounts(t), rig.MemoryRounds(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	r := startRig(t, sidecarrig.Options{ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-binder-controller"}})
 	kube := adminClient(t, r)
@@ -51,36 +49,71 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	createClass(t, ctx, kube, storageClass(class, storagev1.VolumeBindingImmediate, nil))
 	createNamespace(t, ctx, kube, ns)
 	upstream := sidecarrig.Upstream(t, sidecarrig.Provisioner())
+	measure := func(objects int) []rig.MemoryRow {
+		return []rig.MemoryRow{
+			measureProvisioner(t, ctx, r, drv.Endpoint(), objects, rounds),
+			measureUpstreamProvisioner(t, ctx, r, upstream, drv.Endpoint(), objects, rounds),
+		}
+	}
 
-	var rows []rig.MemoryRow
-	rows = append(rows, measureProvisioner(t, ctx, r, drv.Endpoint(), 0), measureUpstreamProvisioner(t, ctx, r, upstream, drv.Endpoint(), 0))
+	floor, err := rig.FloorClient(r.Cluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
 
-	start := time.Now()
-	createBound(t, ctx, kube, ns, class, n)
-	fmt.Printf("\ncreated %d bound PVC/PV pairs (%d requests) in %.0f s\n", n, 5*n, time.Since(start).Seconds())
-
-	rows = append(rows, measureProvisioner(t, ctx, r, drv.Endpoint(), n), measureUpstreamProvisioner(t, ctx, r, upstream, drv.Endpoint(), n))
+	rows := measure(0)
+	have := 0
+	for _, n := range counts {
+		start := time.Now()
+		createBound(t, ctx, kube, ns, class, have, n)
+		fmt.Printf("created %d bound PVC/PV pairs (%d requests) in %.0f s\n", n-have, 5*(n-have), time.Since(start).Seconds())
+		have = n
+		rows = append(rows, measure(n)...)
+		floors[n], err = rig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumeClaims("").List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := floor.StorageV1().StorageClasses().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
 	}
 
 	if path := os.Getenv("PROVISIONER_MEMORY_HEAP_PROFILE"); path != "" {
 		writeHeapProfile(t, ctx, r, sidecarrig.Binary(t, sidecarrig.Provisioner()), "Caches synced", path, drv.Endpoint())
-		writeHeapProfile(t, ctx, r, upstream, "Started provisioner controller", path+".upstream", drv.Endpoint())
+		writeHeapProfile(t, ctx, r, upstream, upstreamProvisionerReady, path+".upstream", drv.Endpoint())
 	}
 
-	fmt.Println("\ncsi-provisioner memory: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
-	rig.WriteMemoryTable(os.Stdout, rows)
-	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM (the initial LIST and decode); medians of %d fresh starts; per 1,000: RSS growth over the empty row.\n", memoryRounds)
-	fmt.Printf("RSS at %d objects, Stowage / upstream: %.2fx (peak %.2fx)\n", n, float64(rows[2].RSS)/float64(rows[3].RSS), float64(rows[2].Peak)/float64(rows[3].Peak))
-	fmt.Println()
+	fmt.Println("\ncsi-provisioner: objects = bound PVCs of its StorageClass, each with its PV, real kube-apiserver, each at its default flags")
+	rig.WriteMemoryTable(os.Stdout, rows, func(string) string { return upstreamProvisioner })
+	rig.WriteListFloor(os.Stdout, "a plain protobuf client's LISTs of claims, PersistentVolumes and StorageClasses", floors)
+	fmt.Printf("%s; synced: from the exec to \"Caches synced\" (Stowage) or \"%s\" (upstream, logged once its informers synced).\n\n", rig.MemoryLegend(rounds), upstreamProvisionerReady)
 }
 
-// createBound creates n claims in ns and a PV bound to each, with both statuses Bound, on 16 goroutines.
-func createBound(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns, class string, n int) {
+const (
+	// upstreamProvisioner names upstream's rows.
+	upstreamProvisioner = "csi-provisioner v6.4.0"
+	// upstreamProvisionerReady is what upstream's csi-provisioner logs once its informers synced and its
+	// workers run.
+	upstreamProvisionerReady = "Started provisioner controller"
+)
+
+// createBound creates claims from to to-1 in ns and a PV bound to each, with both statuses Bound, on 32
+// goroutines.
+func createBound(t *testing.T, ctx context.Context, kube kubernetes.Interface, ns, class string, from, to int) {
 	t.Helper()
-	err := rig.Parallel(n, 16, func(i int) error {
-		return createBoundPair(ctx, kube, ns, class, fmt.Sprintf("pvc-mem-%05d", i))
+	err := rig.Parallel(to-from, 32, func(i int) error {
+		return createBoundPair(ctx, kube, ns, class, fmt.Sprintf("pvc-mem-%06d", from+i))
 	})
 	if err != nil {
 		t.Fatalf("creating bound claims: %v", err)
@@ -146,19 +179,18 @@ func createBoundPair(ctx context.Context, kube kubernetes.Interface, ns, class, 
 	return err
 }
 
-// measureProvisioner measures csi-provisioner's memory once its caches hold objects (see rig.MeasureSidecar).
-func measureProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, endpoint string, objects int) rig.MemoryRow {
+// measureProvisioner measures Stowage's csi-provisioner once its caches hold objects (see rig.MeasureSidecar).
+func measureProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, endpoint string, objects, rounds int) rig.MemoryRow {
 	t.Helper()
-	return rig.MeasureSidecar(t, ctx, "Stowage", objects, memoryRounds, func(int) *rig.Process {
+	return rig.MeasureSidecar(t, ctx, "csi-provisioner Stowage", objects, rounds, func(int) *rig.Process {
 		return startProvisioner(t, r, endpoint).Process
 	})
 }
 
-// measureUpstreamProvisioner measures upstream's csi-provisioner at path as measureProvisioner does; it logs
-// "Started provisioner controller" once its informers synced and its workers run.
-func measureUpstreamProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, path, endpoint string, objects int) rig.MemoryRow {
+// measureUpstreamProvisioner measures upstream's csi-provisioner at path as measureProvisioner does.
+func measureUpstreamProvisioner(t *testing.T, ctx context.Context, r *sidecarrig.Rig, path, endpoint string, objects, rounds int) rig.MemoryRow {
 	t.Helper()
-	return rig.MeasureUpstreamSidecar(t, ctx, "upstream v6.4.0", "Started provisioner controller", objects, memoryRounds, func(int) *rig.Process {
+	return rig.MeasureUpstreamSidecar(t, ctx, upstreamProvisioner, upstreamProvisionerReady, objects, rounds, func(int) *rig.Process {
 		return startProvisionerAt(t, r, path, endpoint).Process
 	})
 }

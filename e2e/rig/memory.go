@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -121,31 +122,119 @@ func WaitIdle(ctx context.Context, pid int, window time.Duration, maxTicks int64
 	return time.Since(start), nil
 }
 
-// MemoryRow is one line of a sidecar memory table: the process's memory with Objects objects in its caches.
+// MemoryRow is one line of a sidecar memory table: the process's memory with Objects objects in its caches,
+// and how long it took from its start until its caches held them.
 type MemoryRow struct {
 	Sidecar string
 	Objects int
 	Memory
+	Synced time.Duration
 }
 
-// WriteMemoryTable prints rows as a table. The per-1,000-objects column is the growth of RSS over the row of
-// the same sidecar with 0 objects (the baseline), scaled to 1,000 objects; it is empty where there is no
-// baseline or no objects.
-func WriteMemoryTable(w io.Writer, rows []MemoryRow) {
-	baseline := map[string]int64{}
-	for _, r := range rows {
-		if r.Objects == 0 {
-			baseline[r.Sidecar] = r.RSS
+// WriteMemoryTable prints rows as a table. The growth columns compare a row with the previous row of the same
+// sidecar with fewer objects (the empty baseline first): RSS and time to synced per 1,000 objects added. They
+// are empty where there is no such row. The ratio columns compare a row with the upstream row (named by
+// upstreamOf) with the same number of objects; empty for upstream's own rows and where none was measured.
+func WriteMemoryTable(w io.Writer, rows []MemoryRow, upstreamOf func(sidecar string) string) {
+	fmt.Fprintf(w, "%-24s %8s %8s %9s %9s %11s %14s %9s %11s\n",
+		"sidecar", "objects", "RSS MiB", "peak MiB", "synced s", "MiB/1,000", "synced s/1,000", "RSS/up", "synced/up")
+	for i, r := range rows {
+		perMiB, perSync := "", ""
+		if prev, ok := previousRow(rows[:i], r); ok {
+			added := float64(r.Objects-prev.Objects) / 1000
+			perMiB = fmt.Sprintf("%.2f", MiB(r.RSS-prev.RSS)/added)
+			perSync = fmt.Sprintf("%.3f", (r.Synced-prev.Synced).Seconds()/added)
+		}
+		ratioRSS, ratioSync := "", ""
+		if up, ok := findRow(rows, upstreamOf(r.Sidecar), r.Objects); ok && up.Sidecar != r.Sidecar {
+			ratioRSS = fmt.Sprintf("%.2fx", float64(r.RSS)/float64(up.RSS))
+			ratioSync = fmt.Sprintf("%.2fx", r.Synced.Seconds()/up.Synced.Seconds())
+		}
+		line := fmt.Sprintf("%-24s %8d %8.1f %9.1f %9.2f %11s %14s %9s %11s",
+			r.Sidecar, r.Objects, MiB(r.RSS), MiB(r.Peak), r.Synced.Seconds(), perMiB, perSync, ratioRSS, ratioSync)
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+}
+
+// previousRow is the row of r's sidecar with the most objects below r's.
+func previousRow(rows []MemoryRow, r MemoryRow) (MemoryRow, bool) {
+	var best MemoryRow
+	found := false
+	for _, p := range rows {
+		if p.Sidecar == r.Sidecar && p.Objects < r.Objects && (!found || p.Objects > best.Objects) {
+			best, found = p, true
 		}
 	}
-	fmt.Fprintf(w, "%-16s %9s %9s %10s %22s\n", "sidecar", "objects", "RSS MiB", "peak MiB", "RSS MiB/1,000 objects")
+	return best, found
+}
+
+// findRow is the row of sidecar with objects objects.
+func findRow(rows []MemoryRow, sidecar string, objects int) (MemoryRow, bool) {
 	for _, r := range rows {
-		per := ""
-		if base, ok := baseline[r.Sidecar]; ok && r.Objects > 0 {
-			per = fmt.Sprintf("%.2f", MiB(r.RSS-base)*1000/float64(r.Objects))
+		if r.Sidecar == sidecar && r.Objects == objects && r.Synced > 0 && r.RSS > 0 {
+			return r, true
 		}
-		fmt.Fprintf(w, "%-16s %9d %9.1f %10.1f %22s\n", r.Sidecar, r.Objects, MiB(r.RSS), MiB(r.Peak), per)
 	}
+	return MemoryRow{}, false
+}
+
+// MemoryCounts is STOWAGE_MEMORY_N, the object counts of the memory benchmarks: a comma-separated list of
+// increasing positive numbers (10000 when unset). A benchmark measures with none, then adds objects up to each
+// count in turn and measures again, so one run shows how memory and time to synced grow.
+func MemoryCounts(t testing.TB) []int {
+	t.Helper()
+	counts, err := parseCounts(os.Getenv("STOWAGE_MEMORY_N"))
+	if err != nil {
+		t.Fatalf("STOWAGE_MEMORY_N: %v", err)
+	}
+	return counts
+}
+
+// parseCounts reads a MemoryCounts list.
+func parseCounts(s string) ([]int, error) {
+	if s == "" {
+		return []int{10000}, nil
+	}
+	var counts []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: %q is not a positive number", s, f)
+		}
+		if len(counts) > 0 && n <= counts[len(counts)-1] {
+			return nil, fmt.Errorf("%q: counts must increase", s)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
+}
+
+// MemoryRounds is STOWAGE_MEMORY_ROUNDS, how many fresh starts each memory figure is the median of (3).
+func MemoryRounds(t testing.TB) int { return EnvCount(t, "STOWAGE_MEMORY_ROUNDS", 3) }
+
+// loggedAt is the time in the klog header ("I1207 10:10:26.123456 ...", local time, no year) of the first
+// line of log that holds s, in the year of near, the time the process started; false if no line holds s.
+func loggedAt(log, s string, near time.Time) (time.Time, bool, error) {
+	for line := range strings.SplitSeq(log, "\n") {
+		if !strings.Contains(line, s) {
+			continue
+		}
+		const layout = "0102 15:04:05.000000"
+		if len(line) < 1+len(layout) {
+			return time.Time{}, false, fmt.Errorf("line %q has no klog header", line)
+		}
+		at, err := time.ParseInLocation(layout, line[1:1+len(layout)], near.Location())
+		if err != nil {
+			return time.Time{}, false, fmt.Errorf("line %q has no klog header: %w", line, err)
+		}
+		at = time.Date(near.Year(), at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), near.Location())
+		// A process started on 31 December logs its January lines in the next year.
+		if at.Before(near.Add(-24 * time.Hour)) {
+			at = at.AddDate(1, 0, 0)
+		}
+		return at, true, nil
+	}
+	return time.Time{}, false, nil
 }
 
 // MedianMemory is the median RSS and the median peak of several readings (the upper middle one of an even
@@ -163,4 +252,10 @@ func MedianMemory(readings []Memory) Memory {
 	slices.Sort(rss)
 	slices.Sort(peak)
 	return Memory{RSS: rss[len(rss)/2], Peak: peak[len(peak)/2]}
+}
+
+// MemoryLegend explains the columns of WriteMemoryTable in one line, for under a table.
+func MemoryLegend(rounds int) string {
+	return fmt.Sprintf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM; medians of %d fresh starts; "+
+		"MiB and synced s per 1,000: growth over the row with fewer objects; x/up: Stowage over upstream at the same count", rounds)
 }

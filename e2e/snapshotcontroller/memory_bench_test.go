@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,21 +19,24 @@ import (
 	e2erig "github.com/stowage-csi/stowage/e2e/rig"
 )
 
-// TestBenchSnapshotterMemory measures the resident memory of snapshot-controller and csi-snapshotter, Stowage's
-// and upstream's (external-snapshotter v8.7.0), with N VolumeSnapshots and their N VolumeSnapshotContents in
-// their informer caches, against a baseline with none. The objects are created as both pairs leave a dynamic
-// snapshot that is done (finalizers, bound both ways, ready, with handles and sizes), of 100 bound claims, so
-// neither binary has anything to do after its initial LIST: the reading is the cost of the caches, taken once
-// the process is idle (the audit log and the driver's CreateSnapshot count check that nothing was written).
-// Each figure is the median of rounds fresh starts, with leader election off.
-// SNAPSHOTTER_MEMORY_N overrides N (10,000), SNAPSHOTTER_MEMORY_ROUNDS the rounds (3).
+// TestBenchSnapshotterMemory measures the resident memory (after the initial sync, and its peak) and the time
+// from start to synced caches of snapshot-controller and csi-snapshotter, Stowage's and upstream's
+// (external-snapshotter v8.7.0), with N VolumeSnapshots and their N VolumeSnapshotContents in their informer
+// caches, against a baseline with none. The objects are created as both pairs leave a dynamic snapshot that is
+// done (finalizers, bound both ways, ready, with handles and sizes), of 100 bound claims, so neither binary
+// has anything to do after its initial LIST: the reading is the cost of the caches, taken once the process is
+// idle (the audit log and the driver's CreateSnapshot count check that nothing was written). Each figure is
+// the median of STOWAGE_MEMORY_ROUNDS fresh starts, with leader election off and the group snapshot CRDs
+// installed; STOWAGE_MEMORY_N lists the
+// counts (see rig.MemoryCounts).
 func TestBenchSnapshotterMemory(t *testing.T) {
-	n := e2erig.EnvCount(t, "SNAPSHOTTER_MEMORY_N", 10000)
-	rounds := e2erig.EnvCount(t, "SNAPSHOTTER_MEMORY_ROUNDS", 3)
+	counts, rounds := e2erig.MemoryCounts(t), e2erig.MemoryRounds(t)
 	const claims = 100
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	r := startRig(t, false)
+	// With the group snapshot CRDs, as upstream's deployment installs them: without, upstream's
+	// snapshot-controller probes for them for 30 s before it starts.
+	r := startRig(t, true)
 	admin, snaps := benchClients(t, r, 2000, 4000)
 	stowage, upstream := stowageBinaries(t), upstreamBinaries(t)
 	drv := startDriver(t)
@@ -48,54 +50,78 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	pairs := []struct {
-		who  string
-		bins binaries
-		// sentinel is the log line each binary writes once its caches are synced (upstream's, at -v=4).
-		controller, snapshotter string
-	}{
-		{"Stowage", stowage, "Caches synced", "Caches synced"},
-		{"v8.7.0", upstream, "controller initialized", "controller initialized"},
-	}
 	measureAll := func(objects int) []e2erig.MemoryRow {
-		var rows []e2erig.MemoryRow
-		for _, p := range pairs {
-			rows = append(rows, r.measure(t, ctx, "SC "+p.who, objects, rounds, p.controller, func(round int) *e2erig.Process {
-				return r.startController(t, fmt.Sprintf("memory-sc-%s-%d-%d", p.who, objects, round), p.bins.controller, "--leader-election=false")
-			}))
-		}
-		for _, p := range pairs {
-			rows = append(rows, r.measure(t, ctx, "SS "+p.who, objects, rounds, p.snapshotter, func(round int) *e2erig.Process {
-				return r.startSnapshotter(t, fmt.Sprintf("memory-ss-%s-%d-%d", p.who, objects, round), p.bins.snapshotter, drv.Endpoint(),
+		return []e2erig.MemoryRow{
+			e2erig.MeasureSidecar(t, ctx, "snapshot-controller Stowage", objects, rounds, func(round int) *e2erig.Process {
+				return r.startController(t, fmt.Sprintf("memory-sc-stowage-%d-%d", objects, round), stowage.controller, "--leader-election=false")
+			}),
+			e2erig.MeasureUpstreamSidecar(t, ctx, "snapshot-controller "+upstreamVersion, upstreamReady, objects, rounds, func(round int) *e2erig.Process {
+				return r.startController(t, fmt.Sprintf("memory-sc-upstream-%d-%d", objects, round), upstream.controller, "--leader-election=false")
+			}),
+			e2erig.MeasureSidecar(t, ctx, "csi-snapshotter Stowage", objects, rounds, func(round int) *e2erig.Process {
+				return r.startSnapshotter(t, fmt.Sprintf("memory-ss-stowage-%d-%d", objects, round), stowage.snapshotter, drv.Endpoint(),
 					"--leader-election=false", "--v=4")
-			}))
+			}),
+			e2erig.MeasureUpstreamSidecar(t, ctx, "csi-snapshotter "+upstreamVersion, upstreamReady, objects, rounds, func(round int) *e2erig.Process {
+				return r.startSnapshotter(t, fmt.Sprintf("memory-ss-upstream-%d-%d", objects, round), upstream.snapshotter, drv.Endpoint(),
+					"--leader-election=false", "--v=4")
+			}),
 		}
-		return rows
 	}
+	floors := map[int]time.Duration{}
+	rv0 := metav1.ListOptions{ResourceVersion: "0"}
 	rows := measureAll(0)
 
-	start := time.Now()
-	if err := e2erig.Parallel(n, 32, func(j int) error { return createDoneSnapshot(ctx, snaps, class, names[j%claims], handles[j%claims], j) }); err != nil {
-		t.Fatalf("creating snapshots: %v", err)
-	}
-	fmt.Printf("\ncreated %d ready VolumeSnapshots and their bound contents (%d requests) in %.0f s\n", n, 4*n, time.Since(start).Seconds())
-
 	creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
-	before := len(r.Audit.MustWrites(t))
-	rows = append(rows, measureAll(n)...)
-	for _, w := range r.Audit.MustWrites(t)[before:] {
-		if w.User == controllerUser || w.User == snapshotterUser {
-			t.Errorf("write while measuring, the binaries were not idle: %s", w)
+	have := 0
+	for _, n := range counts {
+		start := time.Now()
+		if err := e2erig.Parallel(n-have, 32, func(i int) error {
+			j := have + i
+			return createDoneSnapshot(ctx, snaps, class, names[j%claims], handles[j%claims], j)
+		}); err != nil {
+			t.Fatalf("creating snapshots: %v", err)
+		}
+		fmt.Printf("created %d ready VolumeSnapshots and their bound contents (%d requests) in %.0f s\n", n-have, 4*(n-have), time.Since(start).Seconds())
+		have = n
+		before := len(r.Audit.MustWrites(t))
+		rows = append(rows, measureAll(n)...)
+		var err error
+		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
+			_, err := snaps.SnapshotV1().VolumeSnapshots("").List(ctx, rv0)
+			return err
+		}, func(ctx context.Context) error {
+			_, err := snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, rv0)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range r.Audit.MustWrites(t)[before:] {
+			if w.User == controllerUser || w.User == snapshotterUser {
+				t.Errorf("write while measuring, the binaries were not idle: %s", w)
+			}
 		}
 	}
 	if calls := drv.Calls("/csi.v1.Controller/CreateSnapshot") - creates; calls != 0 {
 		t.Errorf("%d CreateSnapshot calls for snapshots created ready, want none: csi-snapshotter was not idle", calls)
 	}
 
-	fmt.Printf("\nsnapshot-controller (SC) and csi-snapshotter (SS) memory: objects = ready VolumeSnapshots, each with its bound content, of %d claims; real kube-apiserver, defaults but --leader-election=false (SS --v=4, SC --v=5 as upstream's manifest)\n", claims)
-	e2erig.WriteMemoryTable(os.Stdout, rows)
-	fmt.Printf("RSS: VmRSS once idle after the initial LIST; peak: VmHWM; medians of %d fresh starts; per 1,000: RSS growth over the empty row (which already caches the %d claims).\n\n", rounds, claims)
+	fmt.Printf("\nsnapshot-controller and csi-snapshotter: objects = ready VolumeSnapshots, each with its bound content, of %d claims; real kube-apiserver, defaults but --leader-election=false (csi-snapshotter --v=4)\n", claims)
+	e2erig.WriteMemoryTable(os.Stdout, rows, func(sidecar string) string {
+		return strings.Replace(sidecar, "Stowage", upstreamVersion, 1)
+	})
+	e2erig.WriteListFloor(os.Stdout, "a plain JSON client's LISTs of VolumeSnapshots and VolumeSnapshotContents, custom resources have no protobuf", floors)
+	fmt.Printf("%s (the empty rows already cache the %d claims); synced: from the exec to \"Caches synced\" (Stowage) or \"%s\" (upstream at -v=4, logged once its informers synced and it copied their objects into its own caches).\n\n",
+		e2erig.MemoryLegend(rounds), claims, upstreamReady)
 }
+
+const (
+	// upstreamVersion names upstream's rows.
+	upstreamVersion = "v8.7.0"
+	// upstreamReady is what both of upstream's binaries log at -v=4 once their caches are synced.
+	upstreamReady = "controller initialized"
+)
 
 // createDoneSnapshot creates VolumeSnapshot mem-j of claim as a finished dynamic snapshot: both finalizers,
 // class, status bound and ready; and its content snapcontent-<UID> bound to it with its finalizer and a ready
@@ -133,34 +159,4 @@ func createDoneSnapshot(ctx context.Context, snaps snapclient.Interface, class *
 		ReadyToUse: &ready, RestoreSize: resource.NewQuantity(size, resource.BinarySI)}
 	_, err = api.VolumeSnapshots(testNamespace).UpdateStatus(ctx, vs, metav1.UpdateOptions{})
 	return err
-}
-
-// measure is rig.MeasureSidecar with the binary's own sentinel for synced caches (upstream's binaries log no
-// "Caches synced"): rounds fresh starts, each read once the sentinel is logged and the process is idle, then
-// stopped with SIGTERM; the row holds the medians.
-func (r rig) measure(t *testing.T, ctx context.Context, name string, objects, rounds int, sentinel string, start func(round int) *e2erig.Process) e2erig.MemoryRow {
-	t.Helper()
-	var readings []e2erig.Memory
-	for round := range rounds {
-		p := start(round)
-		e2erig.Eventually(t, ctx, 10*time.Minute, fmt.Sprintf("%s with %d objects to sync its caches", name, objects), func(context.Context) (bool, error) {
-			log, err := os.ReadFile(p.LogPath)
-			return err == nil && strings.Contains(string(log), sentinel), err
-		})
-		waited, err := e2erig.WaitIdle(ctx, p.Pid(), 3*time.Second, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := e2erig.ReadMemory(p.Pid())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s with %d objects, start %d: idle after %.0f s, RSS %.1f MiB, peak %.1f MiB", name, objects, round+1, waited.Seconds(), e2erig.MiB(m.RSS), e2erig.MiB(m.Peak))
-		readings = append(readings, m)
-		p.Signal(syscall.SIGTERM)
-		if err := p.Wait(ctx); err != nil {
-			t.Logf("%s exit after SIGTERM: %v", name, err)
-		}
-	}
-	return e2erig.MemoryRow{Sidecar: name, Objects: objects, Memory: e2erig.MedianMemory(readings)}
 }
