@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -104,7 +105,7 @@ func readInPod(t *testing.T, ctx context.Context, client kubernetes.Interface, d
 		`echo "timed ${s%% *} ${e%% *}"; sha256sum /data/` + readObject + `; echo read-done; exec sleep 3600`
 	workload(t, ctx, client, name, nodeName, volume, script)
 	waitLog(t, ctx, client, name, "read-done")
-	logs, err := client.CoreV1().Pods(workNS).GetLogs(name, nil).DoRaw(ctx)
+	logs, err := client.CoreV1().Pods(workNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
