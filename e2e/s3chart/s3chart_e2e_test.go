@@ -51,4 +51,3 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	in.uninstall(t, ctx)
 	checkTeardown(t, ctx, c, fuseConns)
 }
-
