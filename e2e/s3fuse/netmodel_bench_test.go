@@ -30,6 +30,8 @@ const (
 	modelRandomSize  = 1 << 20
 	modelSmallFiles  = 200
 	modelSmallSize   = 4096
+	modelListEntries = 2000
+	modelWriteSize   = 256 << 20
 	// The SDK downloads with s3-fuse's default read part size and --max-threads.
 	modelPartSize    = 8 << 20
 	modelConcurrency = 16
@@ -40,7 +42,9 @@ const (
 type netClient struct {
 	name        string
 	concurrency int
-	mount       func(t *testing.T, srv *s3server.Server) (string, int)
+	// seqOnly rows read sequentially only (a second SDK configuration, whose other figures are the first's).
+	seqOnly bool
+	mount   func(t *testing.T, srv *s3server.Server) (string, int)
 }
 
 // netSample is one round of one client on one network.
@@ -50,6 +54,8 @@ type netSample struct {
 	// sequentially; cpuFS the FUSE server's alone; cpuNet the network model's, not in cpuAll (ms/MiB).
 	cpuAll, cpuFS, cpuNet float64
 	random, small         float64 // reads/s
+	list                  float64 // entries/s, each with its size (ls -l)
+	write                 float64 // MiB/s until the object is in the bucket
 }
 
 // netInput is what every client reads.
@@ -97,7 +103,7 @@ func TestBenchS3FuseNetModel(t *testing.T) {
 	clients := []netClient{
 		{name: fmt.Sprintf("aws-sdk-go-v2 manager %d x %d MiB", modelConcurrency, modelPartSize>>20), concurrency: modelConcurrency},
 		// s3-fuse's window on this machine: min(--max-threads, max(4, 2 x CPUs)) parts.
-		{name: fmt.Sprintf("aws-sdk-go-v2 manager %d x %d MiB", 4, modelPartSize>>20), concurrency: 4},
+		{name: fmt.Sprintf("aws-sdk-go-v2 manager %d x %d MiB", 4, modelPartSize>>20), concurrency: 4, seqOnly: true},
 	}
 	if base := os.Getenv("S3FUSE_BASELINE"); base != "" {
 		clients = append(clients, netClient{name: "s3-fuse baseline", mount: func(t *testing.T, srv *s3server.Server) (string, int) {
@@ -111,6 +117,8 @@ func TestBenchS3FuseNetModel(t *testing.T) {
 			return m.Dir, m.cmd.Process.Pid
 		}},
 		netClient{name: "s3fs 1.90", mount: func(t *testing.T, srv *s3server.Server) (string, int) { return mountS3fs(t, srv, in.bucket) }},
+		netClient{name: rcloneOff, mount: func(t *testing.T, srv *s3server.Server) (string, int) { return mountRclone(t, srv, in.bucket, "off") }},
+		netClient{name: rcloneFull, mount: func(t *testing.T, srv *s3server.Server) (string, int) { return mountRclone(t, srv, in.bucket, "full") }},
 	)
 	srvPid := serverPid(t, srv)
 	networks := []struct {
@@ -133,30 +141,30 @@ func TestBenchS3FuseNetModel(t *testing.T) {
 			for i, c := range clients {
 				t.Run(fmt.Sprintf("%s/%s/round-%d", map[int]string{0: "model", 1: "loopback"}[n], c.name, round), func(t *testing.T) {
 					var s netSample
+					// Every write stores a key of its own: overwriting costs the server more.
+					key := fmt.Sprintf("written/%d-%d-%d", n, i, round)
 					if c.mount == nil {
-						s = netSDK(t, nw.srv.Client, c.concurrency, nw.pids, in, dst)
+						s = netSDK(t, nw.srv.Client, c, nw.pids, in, dst, key)
 					} else {
-						s = netMount(t, c, nw.srv, nw.pids, in)
+						s = netMount(t, c, nw.srv, nw.pids, in, key)
 					}
 					samples[n][i] = append(samples[n][i], s)
 				})
 			}
 		}
 	}
-	fmt.Printf("\ns3-fuse on a network model: a %d MiB object read sequentially, %d random %d MiB reads, %d files of %d KiB read by name;\n",
+	fmt.Printf("\ns3-fuse on a network model: a %d MiB object read sequentially, %d random %d MiB reads, %d files of %d KiB read by name,\n",
 		modelSize>>20, modelRandomReads, modelRandomSize>>20, modelSmallFiles, modelSmallSize>>10)
+	fmt.Printf("a directory of %d objects listed with sizes (ls -l), a %d MiB file written sequentially (timed until it is in the bucket);\n",
+		modelListEntries, modelWriteSize>>20)
 	fmt.Printf("every client through the same proxy (e2e/netmodel), versitygw on 127.0.0.1, %d cores, median of %d rounds\n", runtimeCPUs(), rounds)
-	var model []netSample
 	for n, nw := range networks {
 		rows := printNetTable(nw.name, clients, samples[n])
-		if n == 0 {
-			model = rows
-		}
+		printNetTargets(clients, rows, n == 0)
 	}
-	printNetTargets(clients, model)
 }
 
-// newNetInput stores the 1 GiB object and the small files.
+// newNetInput stores the 1 GiB object, the small files and the directory to list.
 func newNetInput(t *testing.T, srv *s3server.Server) netInput {
 	in := netInput{bucket: newBucket(t, srv), data: make([]byte, modelSize)}
 	rand.New(rand.NewSource(1024)).Read(in.data)
@@ -168,6 +176,11 @@ func newNetInput(t *testing.T, srv *s3server.Server) netInput {
 			t.Fatal(err)
 		}
 	}
+	for i := 0; i < modelListEntries; i++ {
+		if err := srv.WriteFixture(in.bucket, fmt.Sprintf("list/e-%05d", i), in.data[:16]); err != nil {
+			t.Fatal(err)
+		}
+	}
 	rng := rand.New(rand.NewSource(5))
 	in.offsets = make([]int64, modelRandomReads)
 	for i := range in.offsets {
@@ -176,9 +189,10 @@ func newNetInput(t *testing.T, srv *s3server.Server) netInput {
 	return in
 }
 
-// netSDK runs the three workloads with the SDK: the download manager into a resident buffer, one
-// ranged GET per random read, one GET per file.
-func netSDK(t *testing.T, client *s3.Client, concurrency int, pids pidsOf, in netInput, dst []byte) (s netSample) {
+// netSDK runs the workloads with the SDK: the download manager into a resident buffer, one ranged GET per
+// random read, one GET per file, ListObjectsV2 pages (names and sizes at once), and the upload manager (parts
+// of modelPartSize, 4 at a time) storing key.
+func netSDK(t *testing.T, client *s3.Client, c netClient, pids pidsOf, in netInput, dst []byte, key string) (s netSample) {
 	ctx := context.Background()
 	for i := 0; i < len(dst); i += 4096 {
 		dst[i] = ^in.data[i] // bytes this download did not write cannot pass the check
@@ -186,13 +200,16 @@ func netSDK(t *testing.T, client *s3.Client, concurrency int, pids pidsOf, in ne
 	settle()
 	cpu := pids.start(t, 0)
 	start := time.Now()
-	n, err := sdkDownload(ctx, client, in.bucket, "big.bin", dst, modelPartSize, concurrency)
+	n, err := sdkDownload(ctx, client, in.bucket, "big.bin", dst, modelPartSize, c.concurrency)
 	el := time.Since(start)
 	s.cpuAll, s.cpuFS, s.cpuNet = cpu.perMiB(t, n)
 	if err != nil || n != modelSize || !bytes.Equal(dst, in.data) {
 		t.Fatalf("download: n=%d err=%v (or wrong bytes)", n, err)
 	}
 	s.seq = mibps(n, el)
+	if c.seqOnly {
+		return s
+	}
 
 	get := func(key, rng string) []byte {
 		in := &s3.GetObjectInput{Bucket: &in.bucket, Key: aws.String(key)}
@@ -224,13 +241,35 @@ func netSDK(t *testing.T, client *s3.Client, concurrency int, pids pidsOf, in ne
 		}
 	}
 	s.small = modelSmallFiles / time.Since(start).Seconds()
+
+	start = time.Now()
+	seen := 0
+	p := s3.NewListObjectsV2Paginator(client, &s3.ListObjectsV2Input{Bucket: &in.bucket, Prefix: aws.String("list/"), Delimiter: aws.String("/")})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen += len(page.Contents)
+	}
+	if seen != modelListEntries {
+		t.Fatalf("listed %d objects, want %d", seen, modelListEntries)
+	}
+	s.list = modelListEntries / time.Since(start).Seconds()
+
+	settle()
+	start = time.Now()
+	if err := sdkUpload(ctx, client, in.bucket, key, in.data[:modelWriteSize], modelPartSize); err != nil {
+		t.Fatal(err)
+	}
+	s.write = mibps(modelWriteSize, time.Since(start))
 	return s
 }
 
-// netMount runs the three workloads through a FUSE client, each on a fresh mount so neither the page
+// netMount runs the workloads through a FUSE client, each on a fresh mount so neither the page
 // cache nor the client's cache from an earlier one serves it. Every byte read is compared with the
 // object (a memcmp: a few percent of the reader's CPU).
-func netMount(t *testing.T, c netClient, srv *s3server.Server, pids pidsOf, in netInput) (s netSample) {
+func netMount(t *testing.T, c netClient, srv *s3server.Server, pids pidsOf, in netInput, key string) (s netSample) {
 	dir, pid := c.mount(t, srv)
 	settle()
 	cpu := pids.start(t, pid)
@@ -273,7 +312,51 @@ func netMount(t *testing.T, c netClient, srv *s3server.Server, pids pidsOf, in n
 		}
 	}
 	s.small = modelSmallFiles / time.Since(start).Seconds()
+	s.list = netList(t, c, srv)
+	s.write = netWrite(t, c, srv, in, key)
 	return s
+}
+
+// netList lists the directory of modelListEntries objects through a fresh mount and stats every entry, as
+// ls -l does, and returns entries per second.
+func netList(t *testing.T, c netClient, srv *s3server.Server) float64 {
+	dir, _ := c.mount(t, srv)
+	start := time.Now()
+	ents, err := os.ReadDir(filepath.Join(dir, "list"))
+	if err != nil || len(ents) != modelListEntries {
+		t.Fatalf("list through %s: %d entries, %v", c.name, len(ents), err)
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err != nil || fi.Size() != 16 {
+			t.Fatalf("stat %s through %s: %v (or a wrong size)", e.Name(), c.name, err)
+		}
+	}
+	return modelListEntries / time.Since(start).Seconds()
+}
+
+// netWrite writes modelWriteSize bytes as key through a fresh mount in 1 MiB writes and returns MiB/s
+// until the object is in the bucket.
+func netWrite(t *testing.T, c netClient, srv *s3server.Server, in netInput, key string) float64 {
+	dir, _ := c.mount(t, srv)
+	if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(key)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settle()
+	start := time.Now()
+	f, err := os.Create(filepath.Join(dir, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < modelWriteSize; off += benchBufSize {
+		if _, err := f.Write(in.data[off : off+benchBufSize]); err != nil {
+			t.Fatalf("write through %s at %d: %v", c.name, off, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close through %s: %v", c.name, err)
+	}
+	waitStored(t, srv.Client, in.bucket, key, modelWriteSize)
+	return mibps(modelWriteSize, time.Since(start))
 }
 
 // pidsOf names the processes whose CPU a sequential read is charged with besides this one and the FUSE
@@ -371,88 +454,4 @@ func readCompare(path string, want []byte) (int64, error) {
 			return off, err
 		}
 	}
-}
-
-// printNetTable prints one network's medians and returns them, one per client.
-func printNetTable(title string, clients []netClient, samples [][]netSample) []netSample {
-	pick := func(ss []netSample, f func(netSample) float64) float64 {
-		if len(ss) == 0 {
-			return 0
-		}
-		xs := make([]float64, len(ss))
-		for i, s := range ss {
-			xs[i] = f(s)
-		}
-		return median(xs)
-	}
-	meds := make([]netSample, len(clients))
-	var s3fs netSample
-	for i, c := range clients {
-		ss := samples[i]
-		meds[i] = netSample{
-			seq: pick(ss, func(s netSample) float64 { return s.seq }), cpuAll: pick(ss, func(s netSample) float64 { return s.cpuAll }),
-			cpuFS: pick(ss, func(s netSample) float64 { return s.cpuFS }), cpuNet: pick(ss, func(s netSample) float64 { return s.cpuNet }), random: pick(ss, func(s netSample) float64 { return s.random }),
-			small: pick(ss, func(s netSample) float64 { return s.small }),
-		}
-		if c.name == "s3fs 1.90" {
-			s3fs = meds[i]
-		}
-	}
-	sdk, cores := meds[0], float64(runtimeCPUs())
-	fmt.Printf("\n%s\n", title)
-	fmt.Printf("%-34s %11s %7s %7s %9s %10s %11s %10s %10s %7s %9s %7s\n", "client", "seq read", "vs SDK", "vs s3fs",
-		"CPU/MiB", "FS CPU", "model CPU", "CPU bound", "1M rand/s", "vs SDK", "files/s", "vs SDK")
-	for i, c := range clients {
-		m := meds[i]
-		bound := 0.0
-		if m.cpuAll > 0 {
-			bound = cores * 1000 / m.cpuAll
-		}
-		fmt.Printf("%-34s %11s %7s %7s %9s %10s %11s %10s %10s %7s %9s %7s\n", c.name,
-			figure(m.seq, "%.0f MiB/s"), ratio(m.seq, sdk.seq), ratio(m.seq, s3fs.seq),
-			figure(m.cpuAll, "%.2f ms"), figure(m.cpuFS, "%.2f ms"), figure(m.cpuNet, "%.2f ms"), figure(bound, "%.0f MiB/s"),
-			figure(m.random, "%.1f"), ratio(m.random, sdk.random), figure(m.small, "%.0f"), ratio(m.small, sdk.small))
-	}
-	fmt.Println("per round, seq read MiB/s:")
-	for i, c := range clients {
-		fmt.Printf("  %-32s", c.name)
-		for _, s := range samples[i] {
-			fmt.Printf(" %6.0f", s.seq)
-		}
-		fmt.Println()
-	}
-	fmt.Println("CPU/MiB: the reader, the FUSE server and versitygw together, per MiB read sequentially; FS CPU: the FUSE")
-	fmt.Println("server's part of it; model CPU: the network model's proxy, not included. CPU bound: the cores divided by")
-	fmt.Println("CPU/MiB, the most that path could move with the machine to itself (a bound below the model's cap means the")
-	fmt.Println("CPU, not the network, is the limit here).")
-	return meds
-}
-
-// printNetTargets prints the targets for s3-fuse on the model, met or missed.
-func printNetTargets(clients []netClient, model []netSample) {
-	var sdk, ours, s3fs float64
-	for i, c := range clients {
-		switch {
-		case i == 0:
-			sdk = model[i].seq
-		case c.name == "s3-fuse":
-			ours = model[i].seq
-		case c.name == "s3fs 1.90":
-			s3fs = model[i].seq
-		}
-	}
-	verdict := func(ok bool) string {
-		if ok {
-			return "pass"
-		}
-		return "miss"
-	}
-	fmt.Println("\ntargets on the network model (printed, not asserted):")
-	if sdk > 0 && ours > 0 {
-		fmt.Printf("  s3-fuse sequential read >= 0.90x the SDK (%s): %.2fx  %s\n", clients[0].name, ours/sdk, verdict(ours >= 0.9*sdk))
-	}
-	if s3fs > 0 && ours > 0 {
-		fmt.Printf("  s3-fuse sequential read >= 1.50x s3fs: %.2fx  %s\n", ours/s3fs, verdict(ours >= 1.5*s3fs))
-	}
-	fmt.Println()
 }

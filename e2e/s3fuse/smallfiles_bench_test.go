@@ -59,7 +59,7 @@ func TestBenchS3FuseSmallFiles(t *testing.T) {
 	// Each client creates its files in a directory of its own.
 	mounted := func(tag string, mount func(t *testing.T) string) func(t *testing.T, round int) smallRates {
 		return func(t *testing.T, round int) smallRates {
-			return smallThroughMount(t, mount, payload, fmt.Sprintf("new-%s-%d", tag, round))
+			return smallThroughMount(t, mount, srv.Client, bucket, payload, fmt.Sprintf("new-%s-%d", tag, round))
 		}
 	}
 	clients := []client{
@@ -68,7 +68,8 @@ func TestBenchS3FuseSmallFiles(t *testing.T) {
 		}},
 		{name: "s3-fuse", run: mounted("s3fuse", func(t *testing.T) string { return mountBucket(t, srv, bucket).Dir })},
 		{name: "s3fs 1.90", run: mounted("s3fs", func(t *testing.T) string { d, _ := mountS3fs(t, srv, bucket); return d })},
-		{name: "rclone mount 1.60", rounds: 1, run: mounted("rclone", func(t *testing.T) string { d, _ := mountRclone(t, srv, bucket); return d })},
+		{name: rcloneOff, rounds: 1, run: mounted("rclone-off", func(t *testing.T) string { d, _ := mountRclone(t, srv, bucket, "off"); return d })},
+		{name: rcloneFull, rounds: 1, run: mounted("rclone-full", func(t *testing.T) string { d, _ := mountRclone(t, srv, bucket, "full"); return d })},
 	}
 	all := make([][]smallRates, len(clients))
 	for round := 0; round < benchRuns; round++ {
@@ -116,8 +117,8 @@ func TestBenchS3FuseSmallFiles(t *testing.T) {
 }
 
 // smallThroughMount runs the workloads through a FUSE client; every workload gets a fresh mount, so no
-// kernel or client cache from an earlier one serves it.
-func smallThroughMount(t *testing.T, mount func(t *testing.T) string, payload []byte, newDir string) (r smallRates) {
+// kernel or client cache from an earlier one serves it. Creates are timed until every file is in the bucket.
+func smallThroughMount(t *testing.T, mount func(t *testing.T) string, client *s3.Client, bucket string, payload []byte, newDir string) (r smallRates) {
 	dir := filepath.Join(mount(t), newDir)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -129,6 +130,7 @@ func smallThroughMount(t *testing.T, mount func(t *testing.T) string, payload []
 			t.Fatalf("create %d: %v", i, err)
 		}
 	}
+	waitListed(t, client, bucket, newDir+"/c-", smallCreates)
 	r.create = smallCreates / time.Since(start).Seconds()
 
 	dir = mount(t)

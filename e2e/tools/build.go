@@ -144,6 +144,13 @@ func Versitygw() Module {
 	}
 }
 
+// Rclone is rclone, whose `rclone mount` is the FUSE peer s3-fuse is benchmarked against.
+func Rclone() Module {
+	// The module's own main package (rclone's command with the S3 backend and mount only) builds as "rclone",
+	// after the module path's last element.
+	return Module{Dir: "rclone", Name: "rclone", Requires: "github.com/rclone/rclone", Binaries: map[string]string{"rclone": "."}}
+}
+
 // CSIAttacher is upstream's external-attacher, the peer of Stowage's csi-attacher.
 func CSIAttacher() Module {
 	return Module{

@@ -1,0 +1,347 @@
+//go:build e2e || bench
+
+package s3chart_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/stowage-csi/stowage/e2e/helm"
+	"github.com/stowage-csi/stowage/e2e/images"
+	"github.com/stowage-csi/stowage/e2e/node"
+	"github.com/stowage-csi/stowage/e2e/node/nodetest"
+	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3server"
+	"github.com/stowage-csi/stowage/shared/s3api"
+)
+
+const (
+	namespace = "kube-system"
+	imageTag  = "e2e"
+	// bucket is also how the teardown finds Mountpoint processes on the machine: a name no other test uses.
+	bucket = "s3chart-e2e-bucket"
+	volume = "s3-data"
+	workNS = "default"
+)
+
+// installed is stowage-s3 installed by helm on real nodes, with versitygw as S3 on the Pod network's gateway.
+type installed struct {
+	cluster     *node.Cluster
+	client      kubernetes.Interface
+	dyn         dynamic.Interface
+	s3          *s3server.Server
+	helm        *helm.Client
+	uninstalled bool
+}
+
+// installChart starts real nodes from specs with Stowage's images, versitygw where Pods reach it, and the
+// chart's aws-secret holding its keys; installs the chart with values(); and waits for each node to register
+// the driver and for the controller and node plugins to be live. Cleanup uninstalls, unless the test did.
+func installChart(t *testing.T, ctx context.Context, specs []node.Spec) *installed {
+	t.Helper()
+	root, err := rig.RepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	archives, err := images.Stowage(ctx, root, t.TempDir(), imageTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := nodetest.Start(t, specs, archives...)
+	in := &installed{cluster: c, client: c.Client()}
+	if in.dyn, err = dynamic.NewForConfig(c.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	// Pods reach the host only through their network's gateway.
+	in.s3 = s3server.StartOn(t, c.Network.Gateway.String())
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-secret", Namespace: namespace},
+		StringData: map[string]string{"key_id": in.s3.AccessKey, "access_key": in.s3.SecretKey}}
+	if _, err := in.client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if in.helm, err = helm.New(ctx, c.Kubeconfig(), t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := in.helm.Install(ctx, "stowage-s3", filepath.Join(root, "deploy", "helm", "stowage-s3"), namespace,
+		values(), 5*time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, c.NodeLogTail(20))
+	} else {
+		t.Logf("helm install:\n%s", out)
+	}
+	t.Cleanup(func() {
+		if in.uninstalled {
+			return
+		}
+		if _, err := in.helm.Uninstall(context.Background(), "stowage-s3", namespace); err != nil {
+			t.Errorf("helm uninstall: %v", err)
+		}
+	})
+	for _, n := range c.Nodes {
+		waitRegistered(t, ctx, in.client, n.Name)
+	}
+	checkLiveness(t, ctx, in.client, len(c.Nodes))
+	return in
+}
+
+// uninstall uninstalls the chart as a user would.
+func (in *installed) uninstall(t *testing.T, ctx context.Context) {
+	t.Helper()
+	in.uninstalled = true
+	if _, err := in.helm.Uninstall(ctx, "stowage-s3", namespace); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+}
+
+// values are the chart's defaults but for the images: assembled here, never pulled.
+func values() map[string]any {
+	image := func(name string) map[string]any {
+		return map[string]any{"repository": "stowage/" + name, "tag": imageTag, "pullPolicy": "Never"}
+	}
+	return map[string]any{
+		"image":         image("s3-node"),
+		"controller":    map[string]any{"image": image("s3-controller")},
+		"mountpointPod": map[string]any{"image": image("s3-mounter")},
+		"sidecars": map[string]any{
+			"nodeDriverRegistrar": map[string]any{"image": image("csi-node-driver-registrar")},
+			"livenessProbe":       map[string]any{"image": image("livenessprobe")},
+		},
+	}
+}
+
+// waitRegistered waits for the real kubelet to list the driver in the node's CSINode and for the startup
+// taint, which the node plugin removes once registered, to be gone.
+func waitRegistered(t *testing.T, ctx context.Context, client kubernetes.Interface, nodeName string) {
+	t.Helper()
+	rig.Eventually(t, ctx, 3*time.Minute, "the kubelet to register "+s3api.DriverName+" on "+nodeName, func(ctx context.Context) (bool, error) {
+		csiNode, err := client.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool {
+			return d.Name == s3api.DriverName && d.NodeID == nodeName
+		}), nil
+	})
+	rig.Eventually(t, ctx, 2*time.Minute, "the startup taint to leave "+nodeName, func(ctx context.Context) (bool, error) {
+		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == s3api.TaintAgentNotReady }), nil
+	})
+}
+
+// checkLiveness checks that the controller's Deployment and the node plugin's DaemonSet are available, asks
+// each node plugin Pod's liveness endpoint, the one the kubelet probes, for an answer of 200 (the
+// livenessprobe sidecar calls the plugin's Probe), and checks that the kubelet found every container of the
+// Pod Ready without a restart.
+func checkLiveness(t *testing.T, ctx context.Context, client kubernetes.Interface, nodes int) {
+	t.Helper()
+	dep, err := client.AppsV1().Deployments(namespace).Get(ctx, "s3-csi-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Status.AvailableReplicas != 1 {
+		t.Errorf("Deployment s3-csi-controller has %d available replicas, want 1", dep.Status.AvailableReplicas)
+	}
+	ds, err := client.AppsV1().DaemonSets(namespace).Get(ctx, "s3-csi-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(ds.Status.NumberReady) != nodes || int(ds.Status.NumberAvailable) != nodes {
+		t.Errorf("DaemonSet s3-csi-node has %d ready and %d available Pods, want %d", ds.Status.NumberReady, ds.Status.NumberAvailable, nodes)
+	}
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=s3-csi-node"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != nodes {
+		t.Fatalf("%d node plugin Pods, want one on each of %d nodes", len(pods.Items), nodes)
+	}
+	for _, p := range pods.Items {
+		url := fmt.Sprintf("http://%s:9808/healthz", p.Status.PodIP)
+		rig.Eventually(t, ctx, time.Minute, "GET "+url+" of "+p.Name+" to answer 200", func(ctx context.Context) (bool, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return false, err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false, err
+			}
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return resp.StatusCode == http.StatusOK, nil
+		})
+		for _, cs := range p.Status.ContainerStatuses {
+			if !cs.Ready || cs.RestartCount != 0 {
+				t.Errorf("container %s of %s: ready %v, %d restarts", cs.Name, p.Name, cs.Ready, cs.RestartCount)
+			}
+		}
+	}
+}
+
+// createVolume creates a static PV for the bucket with the S3 server's endpoint in its mount options (as
+// upstream documents for S3-compatible servers), plus extra, and a claim bound to it.
+func createVolume(t *testing.T, ctx context.Context, client kubernetes.Interface, endpoint, name string, extra []string) {
+	t.Helper()
+	size := resource.MustParse("1200Gi") // ignored by the driver, required by the API
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			MountOptions: append([]string{"endpoint-url " + endpoint, "force-path-style", "region " + s3server.Region,
+				"allow-delete"}, extra...),
+			ClaimRef: &corev1.ObjectReference{Namespace: workNS, Name: name},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: s3api.DriverName, VolumeHandle: name + "-handle", VolumeAttributes: map[string]string{"bucketName": bucket},
+			}},
+		},
+	}
+	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	empty := ""
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: workNS},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: &empty,
+			VolumeName:       name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if _, err := client.CoreV1().PersistentVolumeClaims(workNS).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rig.Eventually(t, ctx, time.Minute, "claim "+name+" to be Bound", func(ctx context.Context) (bool, error) {
+		c, err := client.CoreV1().PersistentVolumeClaims(workNS).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && c.Status.Phase == corev1.ClaimBound, err
+	})
+}
+
+// workload creates a busybox Pod on nodeName with the claim at /data running script.
+func workload(t *testing.T, ctx context.Context, client kubernetes.Interface, name, nodeName, claim, script string) *corev1.Pod {
+	t.Helper()
+	return createWorkload(t, ctx, client, name, nodeName, claim, script, false)
+}
+
+// createWorkload is workload, with the claim mounted read-only if readOnly.
+func createWorkload(t *testing.T, ctx context.Context, client kubernetes.Interface, name, nodeName, claim, script string, readOnly bool) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: workNS},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			NodeSelector:  map[string]string{"kubernetes.io/hostname": nodeName},
+			// The workload's own signal handling: busybox's sleep as PID 1 ignores SIGTERM.
+			TerminationGracePeriodSeconds: ptr(int64(1)),
+			Containers: []corev1.Container{{
+				Name: "app", Image: images.BusyboxImage, Command: []string{"sh", "-c", script},
+				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim, ReadOnly: readOnly}}}},
+		},
+	}
+	created, err := client.CoreV1().Pods(workNS).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A failed case leaves its Pods to this, and the next case waits for their Mountpoint Pods to go.
+	t.Cleanup(func() {
+		err := client.CoreV1().Pods(workNS).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete Pod %s: %v", name, err)
+		}
+	})
+	return created
+}
+
+// waitLog waits for the Pod's log to hold want, and fails at once if the Pod fails.
+func waitLog(t *testing.T, ctx context.Context, client kubernetes.Interface, name, want string) {
+	t.Helper()
+	var status string
+	var logs []byte
+	defer func() {
+		if t.Failed() {
+			t.Logf("Pod %s: %s; its log:\n%s\nits Events:\n%s", name, status, logs, podEvents(ctx, client, name))
+		}
+	}()
+	rig.Eventually(t, ctx, 4*time.Minute, "Pod "+name+" to print "+want, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(workNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		status = fmt.Sprintf("%s on %s, %+v", p.Status.Phase, p.Spec.NodeName, p.Status.ContainerStatuses)
+		logs, _ = client.CoreV1().Pods(workNS).GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		if p.Status.Phase == corev1.PodFailed {
+			t.Fatalf("Pod %s failed: %s", name, logs)
+		}
+		return strings.Contains(string(logs), want), nil
+	})
+}
+
+// podEvents are the Events of the Pod in the workload namespace, one a line.
+func podEvents(ctx context.Context, client kubernetes.Interface, name string) string {
+	events, err := client.CoreV1().Events(workNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, e := range events.Items {
+		fmt.Fprintf(&b, "%s %s: %s\n", e.Type, e.Reason, e.Message)
+	}
+	return b.String()
+}
+
+// attachments lists the MountpointS3PodAttachments.
+func attachments(ctx context.Context, dyn dynamic.Interface) ([]s3api.MountpointS3PodAttachment, error) {
+	l, err := dyn.Resource(s3api.GroupVersionResource()).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]s3api.MountpointS3PodAttachment, len(l.Items))
+	for i := range l.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
+			return nil, fmt.Errorf("attachment %s: %w", l.Items[i].GetName(), err)
+		}
+	}
+	return out, nil
+}
+
+// deletePods deletes the Pods and waits for them to be gone.
+func deletePods(t *testing.T, ctx context.Context, client kubernetes.Interface, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		if err := client.CoreV1().Pods(workNS).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range names {
+		rig.Eventually(t, ctx, 3*time.Minute, "Pod "+name+" to go", func(ctx context.Context) (bool, error) {
+			_, err := client.CoreV1().Pods(workNS).Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
