@@ -104,7 +104,7 @@ $(STATICCHECK):
 lint: $(STATICCHECK)
 	@bad=$$(gofmt -l $(MODULES) e2e/tools 2>/dev/null || true); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
-	@echo "repocheck"; cd e2e && go run ./cmd/repocheck -root ..
+	@echo "repocheck"; cd tools && go run ./repocheck -root ..
 	@for m in $(MODULES); do \
 		echo "vet $$m"; \
 		(cd $$m && go vet ./... && go vet -tags e2e,bench ./... && $(STATICCHECK) -tags e2e,bench ./...); \

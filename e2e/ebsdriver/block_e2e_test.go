@@ -4,7 +4,6 @@ package ebsdriver
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"testing"
 	"time"
@@ -17,8 +16,7 @@ import (
 // NodeUnpublishVolume removes the file.
 func TestE2EEBSRawBlock(t *testing.T) {
 	d := localDriver(t, "i-0b10c0000000000b1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	capability := blockCapability()
 	id := d.createVolume(ctx, volumeRequest("raw", 1, capability, nil))
 	v := d.mount(ctx, "raw", id, capability, nil)

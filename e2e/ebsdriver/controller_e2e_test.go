@@ -22,8 +22,7 @@ import (
 // no attachment, after which a new publish works.
 func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
 	d := controllerDriver(t, "i-0571c0000000000aa")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	capability := mountCapability("")
 	id := d.createVolume(ctx, volumeRequest("stuck", 1, capability, nil))
 
@@ -61,8 +60,7 @@ func TestE2EEBSUnpublishCancelsStuckPublish(t *testing.T) {
 // (per-API adaptive retries), and /metrics shows the throttles and request durations with upstream's names.
 func TestE2EEBSThrottlingAndMetrics(t *testing.T) {
 	d := controllerDriver(t, "i-07a7a7a7a7a7a7a7a")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	// The first three mutating requests are throttled: they are the calls with per-API adaptive retryers, and
 	// a fixed count keeps the test deterministic. Describe calls are left alone: they run in the batcher under
 	// a 30 s bound per call, and a streak of four or five throttles on one DescribeVolumes sleeps past it (the

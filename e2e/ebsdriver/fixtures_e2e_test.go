@@ -199,3 +199,11 @@ func (d *driver) snapshotReady(ctx context.Context, name, volumeID string) strin
 	})
 	return id
 }
+
+// testContext is the context of one test's CSI calls: cancelled when the test ends, and after timeout at the
+// latest, so that a hung driver fails its test instead of the package's whole run.
+func testContext(t *testing.T, timeout time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -21,8 +21,7 @@ import (
 // gone, while the staging path stays healthy throughout. The driver then cleans up as usual.
 func TestE2EEBSVolumeHealth(t *testing.T) {
 	d := localDriver(t, "i-04ea17400000000a1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	capability := mountCapability("ext4")
 	checkHealthAdvertised(ctx, t, d.node)
 	id := d.createVolume(ctx, volumeRequest("health", 1, capability, nil))

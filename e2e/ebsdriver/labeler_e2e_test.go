@@ -36,8 +36,7 @@ func TestE2EEBSMetadataLabeler(t *testing.T) {
 		{ID: instC, Zone: testZone, Type: "m5.large"}})
 	bin := buildPlugin(t)
 	d := newDriver(t, sim, startPlugin(t, bin, pluginEnv(t, sim, "", true), "controller"), instA)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 3*time.Minute)
 	client := c.Client()
 
 	// A: four volumes, one of them a PV's: 4 - 1 PV - 1 for the root = 2 (the root subtraction is upstream's;

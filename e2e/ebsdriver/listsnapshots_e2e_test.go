@@ -22,8 +22,7 @@ import (
 // the driver's nor EC2's is Aborted.
 func TestE2EEBSListSnapshotsPages(t *testing.T) {
 	d := controllerDriver(t, "i-0115750000000000a")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	vol := d.createVolume(ctx, volumeRequest("paged", 1, mountCapability(""), nil))
 	other := d.createVolume(ctx, volumeRequest("other", 1, mountCapability(""), nil))
 	var want []string

@@ -22,8 +22,7 @@ import (
 func TestE2EEBSLostAnswers(t *testing.T) {
 	const instanceID = "i-0105710575000a0e1"
 	d := controllerDriver(t, instanceID)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 5*time.Minute)
 	lose := func(action string) {
 		d.sim.SetFaults(ec2sim.Faults{Actions: []string{action}, LostAnswerRate: 1, Budget: 1, Seed: 20261124})
 	}

@@ -54,8 +54,7 @@ func modifyVolumePropertiesRequest(name string, params map[string]string) []byte
 // InvalidArgument naming the annotation's key.
 func TestE2EEBSModifyVolumeProperties(t *testing.T) {
 	d := controllerDriver(t, "i-0d0d00000000000d1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	id := d.createVolume(ctx, volumeRequest("annotated", 10, mountCapability(""), map[string]string{"type": "gp3"}))
 	call := func(method string, req []byte) error {
 		var resp []byte

@@ -3,7 +3,6 @@
 package ebsdriver
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -29,8 +28,7 @@ func TestE2EEBSNodeModeWithoutCredentials(t *testing.T) {
 		}
 	}
 	p := startPlugin(t, buildPlugin(t), env, "node", "--metadata-sources=imds", "--device-link-dir="+linkDir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testContext(t, 30*time.Second)
 
 	node := csi.NewNodeClient(p.conn)
 	info, err := node.NodeGetInfo(ctx, &csi.NodeGetInfoRequest{})

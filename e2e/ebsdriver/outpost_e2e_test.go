@@ -19,8 +19,7 @@ import (
 // regional volume gets none, and cloning it onto the Outpost is refused.
 func TestE2EEBSOutpostVolumes(t *testing.T) {
 	d := controllerDriver(t, "i-0e0e00000000000c1")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	outpost := map[string]string{
 		"topology.ebs.csi.aws.com/zone": testZone, "topology.ebs.csi.aws.com/partition": "aws",
 		"topology.ebs.csi.aws.com/region": testRegion, "topology.ebs.csi.aws.com/account-id": "111122223333",

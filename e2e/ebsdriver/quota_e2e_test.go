@@ -20,8 +20,7 @@ import (
 // the user which quota), nothing is left half made, and the same requests succeed once the quota allows.
 func TestE2EEBSAccountQuotas(t *testing.T) {
 	d := controllerDriver(t, "i-0a00c0000000000aa")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 	d.sim.SetQuotas(ec2sim.Quotas{StorageGiB: map[string]int64{"gp3": 3}, Snapshots: 1})
 	gp3 := func(name string) *csi.CreateVolumeRequest {
 		return volumeRequest(name, 2, mountCapability(""), map[string]string{"type": "gp3"})

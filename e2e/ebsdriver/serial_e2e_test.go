@@ -3,7 +3,6 @@
 package ebsdriver
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -41,8 +40,7 @@ func TestE2EEBSDeviceSerial(t *testing.T) {
 	}
 	p := startPlugin(t, buildPlugin(t), env, "all", "--device-link-dir="+linkDir, "--metadata-sources=imds")
 	d := newDriver(t, sim, p, instanceID)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 2*time.Minute)
 
 	fsCap, blockCap := mountCapability("ext4"), blockCapability()
 	fsVol := d.createVolume(ctx, volumeRequest("serial-fs", 1, fsCap, nil))

@@ -3,7 +3,6 @@
 package ebsdriver
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -29,8 +28,7 @@ func TestE2EEBSThrottled(t *testing.T) {
 	if err := d.sim.SetLimits(ec2sim.Limits{PerAction: &ec2sim.Throttling{CapacityScale: 0.05, RefillScale: 0.2}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 8*time.Minute)
 	actions := []string{"CreateVolume", "DescribeVolumes", "DeleteVolume"}
 	before := answers(d.sim, actions)
 

@@ -21,8 +21,7 @@ import (
 // which only works because the driver mounts XFS with nouuid.
 func TestE2EEBSXFSSnapshotRestore(t *testing.T) {
 	d := localDriver(t, "i-0f5f5f5f5f5f5f5f5", "--legacy-xfs", "--modify-volume-request-handler-timeout=200ms")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	ctx := testContext(t, 5*time.Minute)
 	capability := mountCapability("xfs")
 	formatOptions := map[string]string{"blocksize": "4096", "inodesize": "512"}
 

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/stowage-csi/stowage/attacher/internal/app"
@@ -12,15 +11,5 @@ import (
 
 func main() {
 	var cfg app.Config
-	sidecar.Main(sidecar.Options{
-		Binary:     app.Binary,
-		Defaults:   app.Defaults,
-		LockPrefix: app.LockPrefix,
-		Args:       os.Args[1:],
-		AddFlags:   cfg.AddFlags,
-		Validate:   cfg.Validate,
-		Migration:  true,
-	}, func(ctx context.Context, env *sidecar.Env) error {
-		return app.Run(ctx, env, cfg)
-	})
+	sidecar.Main(cfg.Options(os.Args[1:]), cfg.Run)
 }

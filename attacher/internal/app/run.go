@@ -77,23 +77,38 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run runs the attacher until ctx ends and returns once the workers have drained.
-func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
+// Options are what main passes to sidecar.Main: upstream's flags and defaults, and the "migrated" label on CSI
+// call metrics.
+func (c *Config) Options(args []string) sidecar.Options {
+	return sidecar.Options{
+		Binary:     Binary,
+		Defaults:   Defaults,
+		LockPrefix: LockPrefix,
+		Args:       args,
+		AddFlags:   c.AddFlags,
+		Validate:   c.Validate,
+		Migration:  true,
+	}
+}
+
+// Run runs the attacher, configured by the flags sidecar.Main parsed into c, until ctx ends and returns once
+// the workers have drained.
+func (c *Config) Run(ctx context.Context, env *sidecar.Env) error {
 	logger := klog.FromContext(ctx)
-	connection.SetMaxGRPCLogLength(cfg.MaxGRPCLogLength)
+	connection.SetMaxGRPCLogLength(c.MaxGRPCLogLength)
 	driver := env.DriverName
 	publishes, caps := capabilities(env.PluginCaps, env.ControllerCaps)
 
-	factory := kubeclient.NewInformerFactory(env.Clients.Kube, cfg.Resync)
+	factory := kubeclient.NewInformerFactory(env.Clients.Kube, c.Resync)
 	hcfg := handler.Config{
 		Driver:        driver,
 		Client:        env.Clients.Kube,
 		PVLister:      factory.Core().V1().PersistentVolumes().Lister(),
 		CSINodeLister: factory.Storage().V1().CSINodes().Lister(),
 		VALister:      factory.Storage().V1().VolumeAttachments().Lister(),
-		CSI:           csiattach.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout, int32(cfg.MaxEntries)),
+		CSI:           csiattach.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout, int32(c.MaxEntries)),
 		Capabilities:  caps,
-		DefaultFSType: cfg.DefaultFSType,
+		DefaultFSType: c.DefaultFSType,
 		OmitErrorCode: !env.Flags.FeatureGates.Enabled(MutableCSINodeAllocatableCount),
 	}
 	// The handler is chosen once: the workers' hot path has no capability checks.
@@ -103,7 +118,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		logger.Info("Driver supports ControllerPublishVolume, using the CSI handler", "capabilities", caps)
 		h = handler.NewCSI(hcfg)
 		if caps.ListPublishedNodes {
-			reconcileSync = cfg.ReconcileSync
+			reconcileSync = c.ReconcileSync
 		}
 	} else {
 		logger.Info("Driver does not support ControllerPublishVolume, using the trivial handler")

@@ -9,18 +9,9 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-)
 
-// fuzzMap reads "k=v" lines into a map: the fuzzer mutates one string, and a topology segment is a map.
-func fuzzMap(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
 
 // FuzzTopology reads CreateVolume's accessibility requirements, which come from StorageClass allowedTopologies
 // and node labels: no panic; a refusal is InvalidArgument naming the key; an Outpost ARN built from a segment
@@ -37,8 +28,8 @@ func FuzzTopology(f *testing.F) {
 	f.Add("", "topology.k8s.aws/zone-id=use1-az1")
 	f.Fuzz(func(t *testing.T, preferred, requisite string) {
 		tr := &csi.TopologyRequirement{
-			Preferred: []*csi.Topology{{Segments: fuzzMap(preferred)}},
-			Requisite: []*csi.Topology{{Segments: fuzzMap(requisite)}},
+			Preferred: []*csi.Topology{{Segments: testutil.FuzzMap(preferred)}},
+			Requisite: []*csi.Topology{{Segments: testutil.FuzzMap(requisite)}},
 		}
 		for _, list := range [][]*csi.Topology{tr.Preferred, tr.Requisite} {
 			for _, k := range []string{ZoneTopologyKey, WellKnownZoneTopologyKey} {

@@ -5,18 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// fuzzMap reads "k=v" lines into a map: the fuzzer mutates one string, and class parameters are a map.
-func fuzzMap(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
 
 // checkRefusal checks that err is a params.Error naming a key of raw (or the key a cross-field rule names).
 func checkRefusal(t *testing.T, raw map[string]string, err error, ruleKeys ...string) {
@@ -46,7 +37,7 @@ func FuzzParseModify(f *testing.F) {
 	f.Add("iops=-1\nthroughput=x", false)
 	f.Add("type=gp3\nvolumeType=io2", false)
 	f.Fuzz(func(t *testing.T, text string, createTime bool) {
-		raw := fuzzMap(text)
+		raw := testutil.FuzzMap(text)
 		m, err := ParseModify(raw, createTime)
 		if again, err2 := ParseModify(raw, createTime); !reflect.DeepEqual(m, again) || (err == nil) != (err2 == nil) {
 			t.Fatalf("ParseModify(%q) gave %+v, %v, then %+v, %v", raw, m, err, again, err2)
@@ -92,7 +83,7 @@ func FuzzParseSnapshot(f *testing.F) {
 	f.Add("lockMode=governance\nlockmode=compliance\nlockDuration=1")
 	f.Add("fastSnapshotRestoreAvailabilityZones=a\nfastsnapshotrestoreavailabilityzones=b")
 	f.Fuzz(func(t *testing.T, text string) {
-		raw := fuzzMap(text)
+		raw := testutil.FuzzMap(text)
 		s, err := ParseSnapshot(raw)
 		if again, err2 := ParseSnapshot(raw); !reflect.DeepEqual(s, again) || (err == nil) != (err2 == nil) {
 			t.Fatalf("ParseSnapshot(%q) gave %+v, %v, then %+v, %v", raw, s, err, again, err2)

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"os"
 
 	"github.com/stowage-csi/stowage/node-sidecars/internal/command"
@@ -12,16 +10,5 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet(registrar.Binary, flag.ContinueOnError)
-	common := command.Register(fs)
-	cfg := registrar.AddFlags(fs)
-	os.Exit(command.Process{
-		Binary:   registrar.Binary,
-		Flags:    fs,
-		Common:   common,
-		Validate: cfg.Validate,
-		Run:      func(ctx context.Context) error { return registrar.Run(ctx, *cfg) },
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-	}.Main(os.Args[1:]))
+	os.Exit(command.New(registrar.Binary, registrar.AddFlags, registrar.Run).Main(os.Args[1:]))
 }

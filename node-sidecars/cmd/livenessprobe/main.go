@@ -3,8 +3,6 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"os"
 
 	"github.com/stowage-csi/stowage/node-sidecars/internal/command"
@@ -12,16 +10,5 @@ import (
 )
 
 func main() {
-	fs := flag.NewFlagSet(liveness.Binary, flag.ContinueOnError)
-	common := command.Register(fs)
-	cfg := liveness.AddFlags(fs)
-	os.Exit(command.Process{
-		Binary:   liveness.Binary,
-		Flags:    fs,
-		Common:   common,
-		Validate: cfg.Validate,
-		Run:      func(ctx context.Context) error { return liveness.Run(ctx, *cfg) },
-		Stdout:   os.Stdout,
-		Stderr:   os.Stderr,
-	}.Main(os.Args[1:]))
+	os.Exit(command.New(liveness.Binary, liveness.AddFlags, liveness.Run).Main(os.Args[1:]))
 }

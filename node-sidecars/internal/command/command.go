@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
@@ -56,6 +57,30 @@ type Process struct {
 	Run    func(ctx context.Context) error
 	Stdout io.Writer
 	Stderr io.Writer
+}
+
+// Config is a node sidecar's own configuration: its flags, once parsed, and their check.
+type Config[C any] interface {
+	*C
+	Validate() error
+}
+
+// New is the Process of the node sidecar binary: its flag set with Common's flags and those addFlags registers
+// into its configuration, that configuration's Validate, and run called with it once parsed; output goes to
+// the process's stdout and stderr.
+func New[C any, P Config[C]](binary string, addFlags func(*flag.FlagSet) P, run func(context.Context, C) error) Process {
+	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
+	common := Register(fs)
+	cfg := addFlags(fs)
+	return Process{
+		Binary:   binary,
+		Flags:    fs,
+		Common:   common,
+		Validate: cfg.Validate,
+		Run:      func(ctx context.Context) error { return run(ctx, *cfg) },
+		Stdout:   os.Stdout,
+		Stderr:   os.Stderr,
+	}
 }
 
 // Main parses args, sets up logging and runs p.Run until it returns or SIGTERM stops it, and returns the exit

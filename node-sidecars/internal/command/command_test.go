@@ -66,3 +66,60 @@ func TestMainExitStatus(t *testing.T) {
 		})
 	}
 }
+
+// testConfig is a node sidecar's own configuration, as registrar.Config and liveness.Config are.
+type testConfig struct {
+	own string
+}
+
+func (c *testConfig) Validate() error {
+	if c.own == "" {
+		return errors.New("--own is required")
+	}
+	return nil
+}
+
+// TestNewRunsWithParsedConfig: the Process New builds parses the binary's own flags into its configuration,
+// refuses it when Validate does, and otherwise runs with the parsed value.
+func TestNewRunsWithParsedConfig(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantOwn    string
+		wantStderr string
+	}{
+		// The logging flags of TestMainExitStatus: component-base applies one logging configuration per process.
+		{name: "parsed", args: []string{"--v=2", "--logging-format=text", "--own=x"}, wantCode: ExitOK, wantOwn: "x"},
+		{name: "invalid", args: []string{"--v=2"}, wantCode: ExitUsage, wantStderr: "test-binary: invalid flags: --own is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addFlags := func(fs *flag.FlagSet) *testConfig {
+				c := &testConfig{}
+				fs.StringVar(&c.own, "own", "", "a binary's own flag")
+				return c
+			}
+			var got *testConfig
+			p := New("test-binary", addFlags, func(_ context.Context, c testConfig) error {
+				got = &c
+				return nil
+			})
+			var stdout, stderr bytes.Buffer
+			p.Stdout, p.Stderr = &stdout, &stderr
+			if code := p.Main(tt.args); code != tt.wantCode {
+				t.Fatalf("exit status %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
+			}
+			if tt.wantOwn == "" {
+				if got != nil {
+					t.Errorf("run called with %+v, want no run", *got)
+				}
+			} else if got == nil || got.own != tt.wantOwn {
+				t.Errorf("run called with %v, want own %q", got, tt.wantOwn)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

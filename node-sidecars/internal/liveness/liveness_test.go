@@ -2,7 +2,6 @@ package liveness
 
 import (
 	"context"
-	"flag"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/stowage-csi/stowage/node-sidecars/internal/flagtest"
 	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
@@ -203,20 +203,9 @@ func TestFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := flag.NewFlagSet(Binary, flag.ContinueOnError)
-			cfg := AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatalf("parse: %v", err)
-			}
-			err := cfg.Validate()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("Validate: %v, want an error containing %q", err, tt.wantErr)
-				}
+			cfg, err := flagtest.Parse(t, Binary, AddFlags, tt.args)
+			if flagtest.Refused(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Validate: %v", err)
 			}
 			if *cfg != tt.want {
 				t.Errorf("config = %+v, want %+v", *cfg, tt.want)

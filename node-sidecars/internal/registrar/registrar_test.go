@@ -3,7 +3,6 @@ package registrar
 import (
 	"context"
 	"errors"
-	"flag"
 	"io"
 	"io/fs"
 	"net"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/stowage-csi/stowage/node-sidecars/internal/flagtest"
 	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
@@ -371,21 +371,9 @@ func TestFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := flag.NewFlagSet(Binary, flag.ContinueOnError)
-			fs.Int("v", 0, "klog's, registered by the command package")
-			cfg := AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatalf("parse: %v", err)
-			}
-			err := cfg.Validate()
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Errorf("Validate: %v, want an error containing %q", err, tt.wantErr)
-				}
+			cfg, err := flagtest.Parse(t, Binary, AddFlags, tt.args)
+			if flagtest.Refused(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatalf("Validate: %v", err)
 			}
 			if *cfg != tt.want {
 				t.Errorf("config = %+v, want %+v", *cfg, tt.want)

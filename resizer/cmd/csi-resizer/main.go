@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/stowage-csi/stowage/resizer/internal/app"
@@ -12,18 +11,5 @@ import (
 
 func main() {
 	var cfg app.Config
-	sidecar.Main(sidecar.Options{
-		Binary:     app.Binary,
-		Defaults:   app.Defaults,
-		LockPrefix: app.LockPrefix,
-		Args:       os.Args[1:],
-		AddFlags:   cfg.AddFlags,
-		Validate:   cfg.Validate,
-		Master:     func() string { return cfg.Master },
-		Prepare:    app.Prepare,
-		// Upstream's resizer names its Events' source "external-resizer <driver>".
-		EventSource: app.EventSource,
-	}, func(ctx context.Context, env *sidecar.Env) error {
-		return app.Run(ctx, env, cfg)
-	})
+	sidecar.Main(cfg.Options(os.Args[1:]), cfg.Run)
 }

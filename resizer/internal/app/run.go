@@ -33,8 +33,26 @@ func Prepare(ctx context.Context, env *sidecar.Env) error {
 	return err
 }
 
-// Run runs the resizer until ctx ends and returns once the workers have drained.
-func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
+// Options are what main passes to sidecar.Main: upstream's flags and defaults, --master for the clients, the
+// driver check on every replica (Prepare) and upstream's Event source, "external-resizer <driver>" where the
+// other sidecars' is their binary's name.
+func (c *Config) Options(args []string) sidecar.Options {
+	return sidecar.Options{
+		Binary:      Binary,
+		EventSource: EventSource,
+		Defaults:    Defaults,
+		LockPrefix:  LockPrefix,
+		Args:        args,
+		AddFlags:    c.AddFlags,
+		Validate:    c.Validate,
+		Master:      func() string { return c.Master },
+		Prepare:     Prepare,
+	}
+}
+
+// Run runs the resizer, configured by the flags sidecar.Main parsed into c, until ctx ends and returns once
+// the workers have drained.
+func (c *Config) Run(ctx context.Context, env *sidecar.Env) error {
 	driver := env.DriverName
 	csiClient := csiresize.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout)
 	resizer, err := newResizer(ctx, env, csiClient)
@@ -46,7 +64,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		return err
 	}
 
-	factory := kubeclient.NewInformerFactory(env.Clients.Kube, cfg.Resync)
+	factory := kubeclient.NewInformerFactory(env.Clients.Kube, c.Resync)
 	gates := env.Flags.FeatureGates
 	slowSet := slow.New(env.Flags.RetryIntervalMax, nil)
 	ecfg := expand.Config{
@@ -65,7 +83,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		Workers:     env.Flags.WorkerThreads,
 	}
 	var ctrl *controller.Controller
-	if cfg.HandleVolumeInUseError && resizer != nil {
+	if c.HandleVolumeInUseError && resizer != nil {
 		// Only with the flag: upstream's Pod cache is its top memory complaint.
 		podInf := factory.Core().V1().Pods().Informer()
 		pods, err := inuse.New(podInf, func(namespace, claim string) {
@@ -86,7 +104,7 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 		}
 	}
 	if modifies {
-		if err := addModify(env, cfg, factory, csiClient, &ccfg); err != nil {
+		if err := addModify(env, *c, factory, csiClient, &ccfg); err != nil {
 			return err
 		}
 	}

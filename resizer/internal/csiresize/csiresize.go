@@ -14,20 +14,17 @@ import (
 )
 
 // Client makes the resizer's CSI calls over one gRPC connection.
-type Client struct {
-	controller csi.ControllerClient
-	timeout    time.Duration
-}
+type Client csiconn.Bounded[csi.ControllerClient]
 
 // New returns a Client whose every call is bounded by timeout.
 func New(controller csi.ControllerClient, timeout time.Duration) *Client {
-	return &Client{controller: controller, timeout: timeout}
+	return &Client{Client: controller, Timeout: timeout}
 }
 
 // Expand calls ControllerExpandVolume and returns the size the driver reports (0 when it reports none) and
 // whether the node must expand too.
 func (c *Client) Expand(ctx context.Context, req *csi.ControllerExpandVolumeRequest) (int64, bool, error) {
-	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.ControllerExpandVolume, req)
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.ControllerExpandVolume, req)
 	if err != nil {
 		return 0, false, err
 	}
@@ -36,7 +33,7 @@ func (c *Client) Expand(ctx context.Context, req *csi.ControllerExpandVolumeRequ
 
 // Modify calls ControllerModifyVolume.
 func (c *Client) Modify(ctx context.Context, req *csi.ControllerModifyVolumeRequest) error {
-	_, err := csiconn.Call(ctx, c.timeout, c.controller.ControllerModifyVolume, req)
+	_, err := csiconn.Call(ctx, c.Timeout, c.Client.ControllerModifyVolume, req)
 	return err
 }
 

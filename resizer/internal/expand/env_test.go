@@ -19,11 +19,6 @@ import (
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
-var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-// retryMax is --retry-interval-max in these tests.
-const retryMax = 30 * time.Minute
-
 // env is one handler over a fake clientset; its PersistentVolume lister is refreshed from the clientset before
 // every sync, as an informer that has caught up would be.
 type env struct {
@@ -62,8 +57,8 @@ func newEnv(t *testing.T, o envOpts, fakeCSI *testutil.FakeCSI, objs ...runtime.
 		Events:           e.events,
 		AnnotateFsResize: true,
 		InUse:            o.inUse,
-		Slow:             slow.New(retryMax, func() time.Time { return testNow }),
-		Now:              func() time.Time { return testNow },
+		Slow:             slow.New(testutil.RetryMax, func() time.Time { return testutil.Now }),
+		Now:              func() time.Time { return testutil.Now },
 	})
 	return e
 }

@@ -120,7 +120,7 @@ func TestExpand(t *testing.T) {
 			name:        "infeasible size: Infeasible state, a Warning, and a retry only after --retry-interval-max",
 			csi:         &testutil.FakeCSI{ExpandErr: status.Error(codes.OutOfRange, "too big")},
 			objs:        []runtime.Object{testutil.PVC("c1", "pv1", "100Gi", "1Gi"), testutil.PV("pv1", "vol-1", "1Gi", "c1")},
-			wantAgain:   retryMax,
+			wantAgain:   testutil.RetryMax,
 			wantActions: []string{"patch persistentvolumeclaims/status c1", "patch persistentvolumeclaims/status c1"},
 			wantExpand:  expandReq(100 * gi),
 			wantEvents:  []string{"Normal Resizing", "Warning VolumeResizeFailed"},
@@ -253,12 +253,12 @@ func TestExpand(t *testing.T) {
 func TestInfeasibleWaitsUntilTheUserChangesTheRequest(t *testing.T) {
 	fake := &testutil.FakeCSI{ExpandErr: status.Error(codes.InvalidArgument, "no")}
 	e := newEnv(t, envOpts{}, fake, testutil.PVC("c1", "pv1", "100Gi", "1Gi"), testutil.PV("pv1", "vol-1", "1Gi", "c1"))
-	if again, err := e.sync(t, "c1"); err != nil || again != retryMax {
-		t.Fatalf("first Sync = %s, %v; want %s, nil", again, err, retryMax)
+	if again, err := e.sync(t, "c1"); err != nil || again != testutil.RetryMax {
+		t.Fatalf("first Sync = %s, %v; want %s, nil", again, err, testutil.RetryMax)
 	}
 	again, err := e.sync(t, "c1")
-	if err != nil || again != retryMax {
-		t.Fatalf("second Sync = %s, %v; want %s, nil", again, err, retryMax)
+	if err != nil || again != testutil.RetryMax {
+		t.Fatalf("second Sync = %s, %v; want %s, nil", again, err, testutil.RetryMax)
 	}
 	if got := testutil.Actions(e.client); len(got) != 0 {
 		t.Errorf("second Sync made requests %q, want none", got)

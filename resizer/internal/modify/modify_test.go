@@ -26,10 +26,6 @@ import (
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
-var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-const retryMax = 30 * time.Minute
-
 type env struct {
 	client  *fake.Clientset
 	csi     *testutil.FakeCSI
@@ -55,8 +51,8 @@ func newEnv(t *testing.T, extra bool, fakeCSI *testutil.FakeCSI, objs ...runtime
 		Driver: testutil.Driver, Client: e.client, CSI: fakeCSI, Events: e.events, ExtraMetadata: extra,
 		PVLister:  corelisters.NewPersistentVolumeLister(e.pvs),
 		VACLister: storagelisters.NewVolumeAttributesClassLister(vacs),
-		Slow:      slow.New(retryMax, func() time.Time { return testNow }),
-		Now:       func() time.Time { return testNow },
+		Slow:      slow.New(testutil.RetryMax, func() time.Time { return testutil.Now }),
+		Now:       func() time.Time { return testutil.Now },
 	})
 	return e
 }
@@ -166,7 +162,7 @@ func TestModify(t *testing.T) {
 			name:        "infeasible class: Infeasible, a Warning, and a retry only after --retry-interval-max",
 			csi:         &testutil.FakeCSI{ModifyErr: status.Error(codes.InvalidArgument, "iops out of range")},
 			objs:        []runtime.Object{testutil.PVC("c1", "pv1", "1Gi", "1Gi", classes("gold", "silver", nil)), pv(), gold, silver},
-			wantAgain:   retryMax,
+			wantAgain:   testutil.RetryMax,
 			wantActions: []string{"patch persistentvolumeclaims/status c1", "patch persistentvolumeclaims/status c1"},
 			wantModify:  &csi.ControllerModifyVolumeRequest{VolumeId: "vol-1", MutableParameters: map[string]string{"iops": "6000"}},
 			wantEvents:  []string{"Normal VolumeModify", "Warning VolumeModifyFailed"},
@@ -260,10 +256,10 @@ func TestInfeasibleClassWaits(t *testing.T) {
 	gold := testutil.VAC("gold", map[string]string{"iops": "6000"})
 	fakeCSI := &testutil.FakeCSI{ModifyErr: status.Error(codes.InvalidArgument, "no")}
 	e := newEnv(t, true, fakeCSI, testutil.PVC("c1", "pv1", "1Gi", "1Gi", classes("gold", "", nil)), testutil.PV("pv1", "vol-1", "1Gi", "c1"), gold)
-	if again, err := e.sync(t); err != nil || again != retryMax {
+	if again, err := e.sync(t); err != nil || again != testutil.RetryMax {
 		t.Fatalf("first Sync = %s, %v", again, err)
 	}
-	if again, err := e.sync(t); err != nil || again != retryMax {
+	if again, err := e.sync(t); err != nil || again != testutil.RetryMax {
 		t.Fatalf("second Sync = %s, %v", again, err)
 	}
 	if got := testutil.Actions(e.client); len(got) != 0 {

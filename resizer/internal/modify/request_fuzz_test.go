@@ -11,6 +11,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // capture is a Modifier that keeps the last request.
@@ -21,17 +23,6 @@ type capture struct {
 func (c *capture) Modify(_ context.Context, req *csi.ControllerModifyVolumeRequest) error {
 	c.req = req
 	return nil
-}
-
-// fuzzMap reads "k=v" lines into a map: the fuzzer mutates one string, and class parameters are a map.
-func fuzzMap(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
 }
 
 // FuzzModifyRequest builds ControllerModifyVolume from a VolumeAttributesClass and a PV's secret annotations,
@@ -49,7 +40,7 @@ func FuzzModifyRequest(f *testing.F) {
 	}
 	client := fake.NewClientset(secrets[0], secrets[1])
 	f.Fuzz(func(t *testing.T, paramsText, annName, annNS string, extra bool) {
-		cls := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: "ebs.csi.aws.com", Parameters: fuzzMap(paramsText)}
+		cls := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: "gold"}, DriverName: "ebs.csi.aws.com", Parameters: testutil.FuzzMap(paramsText)}
 		before := maps.Clone(cls.Parameters)
 		pvc := &v1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "data"}}
 		pv := &v1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-1", Annotations: map[string]string{SecretNameAnnotation: annName, SecretNamespaceAnnotation: annNS}}}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	sharedtest "github.com/stowage-csi/stowage/shared/testutil"
 
@@ -23,6 +24,12 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 )
+
+// Now is the clock of the handlers under test, so that the times they write are known.
+var Now = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// RetryMax is --retry-interval-max in the tests: how long an infeasible request waits before it is retried.
+const RetryMax = 30 * time.Minute
 
 // Driver is the CSI driver name the tests use.
 const Driver = "csi.example.com"

@@ -5,18 +5,9 @@ import (
 	"strings"
 	"testing"
 	"unicode"
-)
 
-// fuzzMap reads "k=v" lines into a map: the fuzzer mutates one string, and class parameters are a map.
-func fuzzMap(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+	"github.com/stowage-csi/stowage/shared/testutil"
+)
 
 // checkVolumePrefix is what s3-node and Mountpoint require of the prefix attribute and DeleteVolume of the
 // prefix in an ID: non-empty, ending with '/', not starting with one, no empty, "." or ".." segment, no
@@ -49,7 +40,7 @@ func FuzzCreateVolumeParams(f *testing.F) {
 	f.Add("bucketName=b", "pv\n1")
 	f.Add("bucketName=b\nprefix=${pvc.name}\ncsi.storage.k8s.io/pvc/name=${pv.name}", "pvc-1")
 	f.Fuzz(func(t *testing.T, text, name string) {
-		params := fuzzMap(text)
+		params := testutil.FuzzMap(text)
 		p, err := parseParams(params)
 		if err != nil {
 			if !strings.Contains(err.Error(), "parameter") {

@@ -6,18 +6,8 @@ import (
 
 	"github.com/stowage-csi/stowage/s3-node/internal/mountoptions"
 	"github.com/stowage-csi/stowage/shared/s3api"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
-
-// fuzzMap reads "k=v" lines into a map: the fuzzer mutates one string, and a volume context is a map.
-func fuzzMap(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
 
 // volumeContextKeys are the attributes an error may name: every refusal must say which one is wrong.
 var volumeContextKeys = []string{attrBucketName, attrAuthSource, attrCache, attrCacheMedium, attrPrefix, attrMountpointEnv}
@@ -36,7 +26,7 @@ func FuzzParseVolumeContext(f *testing.F) {
 	f.Add("bucketName=b\nprefix=a\tb/", "", "/x/")
 	f.Add("bucketName=b\ncsi.storage.k8s.io/ephemeral=true", "", "")
 	f.Fuzz(func(t *testing.T, vcText, secretsText, userPrefix string) {
-		vc, secrets := fuzzMap(vcText), fuzzMap(secretsText)
+		vc, secrets := testutil.FuzzMap(vcText), testutil.FuzzMap(secretsText)
 		v, err := parseVolumeContext(vc, secrets)
 		if err != nil {
 			named := false

@@ -14,19 +14,16 @@ import (
 )
 
 // Client makes csi-snapshotter's CSI calls over one gRPC connection.
-type Client struct {
-	controller csi.ControllerClient
-	timeout    time.Duration
-}
+type Client csiconn.Bounded[csi.ControllerClient]
 
 // New returns a Client whose every call is bounded by timeout.
 func New(controller csi.ControllerClient, timeout time.Duration) *Client {
-	return &Client{controller: controller, timeout: timeout}
+	return &Client{Client: controller, Timeout: timeout}
 }
 
 // CreateSnapshot calls CreateSnapshot and returns the snapshot the driver answered with.
 func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.Snapshot, error) {
-	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.CreateSnapshot, req)
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.CreateSnapshot, req)
 	if err != nil {
 		return nil, err
 	}
@@ -39,14 +36,14 @@ func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 
 // DeleteSnapshot calls DeleteSnapshot.
 func (c *Client) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) error {
-	_, err := csiconn.Call(ctx, c.timeout, c.controller.DeleteSnapshot, req)
+	_, err := csiconn.Call(ctx, c.Timeout, c.Client.DeleteSnapshot, req)
 	return err
 }
 
 // GetSnapshot calls ListSnapshots for req.SnapshotId and returns its entry, or a NotFound error naming the ID
 // when the driver lists none (upstream's GetSnapshotStatus).
 func (c *Client) GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error) {
-	rsp, err := csiconn.Call(ctx, c.timeout, c.controller.ListSnapshots, req)
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.ListSnapshots, req)
 	if err != nil {
 		return nil, err
 	}

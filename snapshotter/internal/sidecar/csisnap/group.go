@@ -12,19 +12,16 @@ import (
 )
 
 // GroupClient makes csi-snapshotter's GroupController calls over one gRPC connection.
-type GroupClient struct {
-	group   csi.GroupControllerClient
-	timeout time.Duration
-}
+type GroupClient csiconn.Bounded[csi.GroupControllerClient]
 
 // NewGroup returns a GroupClient whose every call is bounded by timeout.
 func NewGroup(group csi.GroupControllerClient, timeout time.Duration) *GroupClient {
-	return &GroupClient{group: group, timeout: timeout}
+	return &GroupClient{Client: group, Timeout: timeout}
 }
 
 // CreateGroup calls CreateVolumeGroupSnapshot and returns the group the driver answered with.
 func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	rsp, err := csiconn.Call(ctx, c.timeout, c.group.CreateVolumeGroupSnapshot, req)
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.CreateVolumeGroupSnapshot, req)
 	if err != nil {
 		return nil, err
 	}
@@ -37,13 +34,13 @@ func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGrou
 
 // DeleteGroup calls DeleteVolumeGroupSnapshot.
 func (c *GroupClient) DeleteGroup(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) error {
-	_, err := csiconn.Call(ctx, c.timeout, c.group.DeleteVolumeGroupSnapshot, req)
+	_, err := csiconn.Call(ctx, c.Timeout, c.Client.DeleteVolumeGroupSnapshot, req)
 	return err
 }
 
 // GetGroup calls GetVolumeGroupSnapshot.
 func (c *GroupClient) GetGroup(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	rsp, err := csiconn.Call(ctx, c.timeout, c.group.GetVolumeGroupSnapshot, req)
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.GetVolumeGroupSnapshot, req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,5 @@
 // Command repocheck fails when the repository tracks a build output (a file over 1 MiB or an ELF binary) or a
-// production function over 80 lines.
-// `make lint` runs it from the repository root.
+// production function over 80 lines (LongFunctions). `make lint` runs it from the repository root.
 package main
 
 import (
@@ -8,14 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-
-	"github.com/stowage-csi/stowage/e2e/repocheck"
 )
 
 func main() {
 	root := flag.String("root", ".", "the repository's work tree")
 	flag.Parse()
-	findings, err := repocheck.Check(context.Background(), *root)
+	findings, err := Check(context.Background(), *root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "repocheck:", err)
 		os.Exit(2)
@@ -23,7 +20,7 @@ func main() {
 	for _, f := range findings {
 		fmt.Fprintln(os.Stderr, "repocheck: tracked file must not be:", f)
 	}
-	long, err := repocheck.LongFunctions(context.Background(), *root)
+	long, err := LongFunctions(context.Background(), *root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "repocheck:", err)
 		os.Exit(2)

@@ -1,4 +1,4 @@
-package repocheck
+package main
 
 import (
 	"context"

@@ -1,10 +1,8 @@
-// Package repocheck finds what must never be committed: build outputs. A compiled binary in git makes every
-// clone download it forever (one 100 MB ebs-plugin binary once did), so `make lint` fails on any tracked file
-// larger than MaxSize and on any tracked ELF file, whatever its size.
-//
-// It also holds the repository's rule on function length (LongFunctions): no production function over
-// MaxFuncLines lines.
-package repocheck
+package main
+
+// Build outputs must never be committed: a compiled binary in git makes every clone download it forever (one
+// 100 MB ebs-plugin binary once did), so Check fails on any tracked file larger than MaxSize and on any tracked
+// ELF file, whatever its size.
 
 import (
 	"bytes"

@@ -1,0 +1,3 @@
+module github.com/stowage-csi/stowage/tools
+
+go 1.26.0
