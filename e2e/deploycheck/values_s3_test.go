@@ -1,0 +1,3 @@
+package deploycheck
+
+var s3ValueEffects = map[string]valueEffect{}
