@@ -173,7 +173,9 @@ var ebsValueEffects = func() map[string]valueEffect {
 		m["sidecars.volumemodifier."+k] = valueEffect{inert: modifier}
 	}
 
-	probe := func(check func(target string) func(rendered, any) error) func(rendered, any) error { return both(check) }
+	probe := func(check func(target string) func(rendered, any) error) func(rendered, any) error {
+		return both(check)
+	}
 	m["sidecars.livenessProbe.image.pullPolicy"] = valueEffect{check: probe(func(t string) func(rendered, any) error {
 		return at(t, container("liveness-probe")+".imagePullPolicy")
 	})}

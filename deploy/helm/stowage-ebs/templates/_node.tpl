@@ -80,7 +80,8 @@ spec:
       {{- with $v.imagePullSecrets }}
       imagePullSecrets:
         {{- range . }}
-        - name: {{ . }}
+        {{- /* names, or objects with a name, as either chart's users write them */}}
+        - name: {{ if kindIs "map" . }}{{ .name }}{{ else }}{{ . }}{{ end }}
         {{- end }}
       {{- end }}
       {{- with $n.securityContext }}
