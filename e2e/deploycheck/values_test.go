@@ -374,3 +374,23 @@ func TestValuesS3(t *testing.T) {
 	checkValues(t, valuesCase{chart: "stowage-s3", upstream: "upstream-s3-keys.yaml",
 		fixture: "s3-values.yaml", effects: s3ValueEffects})
 }
+
+// TestValuesRefusedCombinations: values the charts refuse only in some forms or together fail naming the key.
+func TestValuesRefusedCombinations(t *testing.T) {
+	for _, c := range []struct {
+		chart, key string
+		values     map[string]any
+	}{
+		{"stowage-ebs", "node.metadataSources", set("node.metadataSources", "imds,metadata-labeler")},
+		{"stowage-ebs", "node.volumeAttachLimit", set("node.volumeAttachLimit", 20, "node.reservedVolumeAttachments", 2)},
+		{"stowage-ebs", "additionalDaemonSets.big.volumeAttachLimit", set("node.reservedVolumeAttachments", 2,
+			"additionalDaemonSets", map[string]any{"big": map[string]any{"volumeAttachLimit": 15}})},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			_, err := renderValues(c.chart, c.values)
+			if err == nil || !strings.Contains(err.Error(), c.key) {
+				t.Errorf("render: error %v, want one naming %s", err, c.key)
+			}
+		})
+	}
+}
