@@ -394,3 +394,16 @@ func TestValuesRefusedCombinations(t *testing.T) {
 		})
 	}
 }
+
+// TestValuesUpstreamImageWithoutTag: upstream's image repository with an empty tag (upstream's chart's default,
+// "the chart's release") runs the release Stowage names as upstream's, not a "latest" that may not exist.
+func TestValuesUpstreamImageWithoutTag(t *testing.T) {
+	objs, err := renderValues("stowage-ebs", set("image.repository", "public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver", "image.tag", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "public.ecr.aws/ebs-csi-driver/aws-ebs-csi-driver:v1.64.0"
+	if err := at(ebsController, container("ebs-plugin")+".image")(rendered{objs}, want); err != nil {
+		t.Error(err)
+	}
+}

@@ -20,7 +20,8 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- if .upstream -}}
 {{ .upstreamRepository }}:{{ .upstreamTag }}
 {{- else -}}
-{{ .repository }}:{{ default "latest" .tag }}
+{{- /* An empty tag is upstream's chart's "the release's": upstreamTag for upstream's repository. */ -}}
+{{ .repository }}:{{ default (ternary .upstreamTag "latest" (eq (toString .repository) (toString .upstreamRepository))) .tag }}
 {{- end -}}
 {{- end -}}
 
