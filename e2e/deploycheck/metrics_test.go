@@ -71,7 +71,7 @@ func TestKustomizeMetricsMatchesChart(t *testing.T) {
 		k           Kustomization
 	}{
 		{"ebs", "stowage-ebs", withUpstreamRates("controller.userAgentExtra", "kustomize", "controller.enableMetrics", true, "node.enableMetrics", true,
-			"controller.serviceMonitor.forceEnable", true), ebs},
+			"controller.serviceMonitor.forceEnable", true, "node.serviceMonitor.forceEnable", true), ebs},
 		{"s3", "stowage-s3", set("controller.enableMetrics", true, "controller.serviceMonitor.forceEnable", true, "sidecars.provisioner.enabled", true), s3},
 		{"s3-without-provisioner", "stowage-s3", set("controller.enableMetrics", true),
 			Kustomization{Resources: []string{kustomizeDir("s3")}, Components: []string{kustomizeDir("components/s3-metrics")}}},

@@ -1,6 +1,11 @@
+{{/* app.kubernetes.io/name of every object: upstream's chart name unless nameOverride. */}}
+{{- define "stowage-s3.name" -}}
+{{ default "aws-mountpoint-s3-csi-driver" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
 {{/* Labels of every object. */}}
 {{- define "stowage-s3.labels" -}}
-app.kubernetes.io/name: aws-mountpoint-s3-csi-driver
+app.kubernetes.io/name: {{ include "stowage-s3.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: stowage
@@ -15,7 +20,8 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- if .upstream -}}
 {{ .upstreamRepository }}:{{ .upstreamTag }}
 {{- else -}}
-{{ .repository }}:{{ .tag }}
+{{- /* An empty tag is upstream's chart's "the release's": upstreamTag for upstream's repository. */ -}}
+{{ .repository }}:{{ default (ternary .upstreamTag "latest" (eq (toString .repository) (toString .upstreamRepository))) .tag }}
 {{- end -}}
 {{- end -}}
 
@@ -24,7 +30,9 @@ RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source b
 its ServiceAccounts left out (the chart creates them from values), kube-system replaced by the release's
 namespace, each ServiceAccount subject renamed through .subjects (old name -> new name), and each role and
 binding renamed through .names (old name -> new name; a role's references follow), so a copy shared with
-another chart gets names of its own. Takes dict "root" $ "file" path "subjects" dict, optional "names" dict.
+another chart gets names of its own; the mount-s3 namespace (its Namespace object and what is in it) becomes
+mountpointPod.namespace, and its Namespace object is left out unless mountpointPod.createNamespace. Takes dict
+"root" $ "file" path "subjects" dict, optional "names" dict.
 */}}
 {{- define "stowage.rbac" -}}
 {{- $root := .root -}}
@@ -32,7 +40,15 @@ another chart gets names of its own. Takes dict "root" $ "file" path "subjects" 
 {{- $names := .names | default dict -}}
 {{- range $doc := regexSplit "(?m)^---$" ($root.Files.Get .file) -1 }}
 {{- $o := fromYaml $doc }}
-{{- if and $o.kind (ne $o.kind "ServiceAccount") }}
+{{- $mp := $root.Values.mountpointPod }}
+{{- $isMPNamespace := and (eq $o.kind "Namespace") (eq (dig "metadata" "name" "" $o) "mount-s3") }}
+{{- if $isMPNamespace }}
+{{- $_ := set $o.metadata "name" $mp.namespace }}
+{{- end }}
+{{- if eq (dig "metadata" "namespace" "" $o) "mount-s3" }}
+{{- $_ := set $o.metadata "namespace" $mp.namespace }}
+{{- end }}
+{{- if and $o.kind (ne $o.kind "ServiceAccount") (or (not $isMPNamespace) $mp.createNamespace) }}
 {{- if hasKey $names $o.metadata.name }}
 {{- $_ := set $o.metadata "name" (get $names $o.metadata.name) }}
 {{- end }}
