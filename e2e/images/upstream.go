@@ -19,6 +19,8 @@ const UpstreamRepository = "registry.k8s.io/sig-storage"
 // values name it by.
 type UpstreamImage struct {
 	Archive
+	// Name is the binary's and the image's last path element (csi-attacher).
+	Name            string
 	Repository, Tag string
 }
 
@@ -97,5 +99,5 @@ func upstreamImage(ctx context.Context, cacheDir, name, version, binary string) 
 	if err != nil {
 		return UpstreamImage{}, err
 	}
-	return UpstreamImage{Archive: a, Repository: repo, Tag: version}, nil
+	return UpstreamImage{Archive: a, Name: name, Repository: repo, Tag: version}, nil
 }

@@ -20,8 +20,8 @@ func TestUpstreamImageIsTheBinaryAsEntrypoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if img.Repository != "registry.k8s.io/sig-storage/csi-attacher" || img.Tag != "v4.13.0" {
-		t.Errorf("repository %q tag %q", img.Repository, img.Tag)
+	if img.Name != "csi-attacher" || img.Repository != "registry.k8s.io/sig-storage/csi-attacher" || img.Tag != "v4.13.0" {
+		t.Errorf("name %q repository %q tag %q", img.Name, img.Repository, img.Tag)
 	}
 	if len(img.Refs) != 1 || img.Refs[0] != img.Repository+":"+img.Tag {
 		t.Errorf("refs %q", img.Refs)
