@@ -71,6 +71,8 @@ type Options struct {
 type Stack struct {
 	Cluster *node.Cluster
 	EC2     *ec2sim.Server
+	helm    *helm.Client
+	chart   string
 }
 
 // Start builds Stowage's binaries and images, starts the real nodes, EC2, the snapshot controller and the
@@ -237,16 +239,45 @@ func (s *Stack) installChart(t testing.TB, ctx context.Context, root string, val
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.Install(ctx, release, filepath.Join(root, "deploy", "helm", "stowage-ebs"), Namespace, mergeValues(s.values(), values), installTimeout)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, s.Cluster.NodeLogTail(20))
-	}
-	t.Logf("helm install:\n%s", out)
+	s.helm, s.chart = h, filepath.Join(root, "deploy", "helm", "stowage-ebs")
+	s.helmInstall(t, ctx, values)
 	t.Cleanup(func() {
 		if _, err := h.Uninstall(context.Background(), release, Namespace); err != nil {
 			t.Errorf("helm uninstall: %v", err)
 		}
 	})
+}
+
+func (s *Stack) helmInstall(t testing.TB, ctx context.Context, values map[string]any) {
+	t.Helper()
+	out, err := s.helm.Install(ctx, release, s.chart, Namespace, mergeValues(s.values(), values), installTimeout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Cluster.NodeLogTail(20))
+	}
+	t.Logf("helm install:\n%s", out)
+}
+
+// Reinstall uninstalls the chart, waits for its Pods to go, and installs it again with values set over
+// Start's (as Options.Values), on the same nodes and EC2: one cluster serves several installs of a
+// comparison. It returns once the kubelets registered the driver again.
+func (s *Stack) Reinstall(t testing.TB, values map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.helm.Uninstall(ctx, release, Namespace); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	client := s.Cluster.Client()
+	rig.Eventually(t, ctx, installTimeout, "the chart's Pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	s.helmInstall(t, ctx, values)
+	for _, n := range s.Cluster.Nodes {
+		waitRegistered(t, ctx, client, n.Name)
+	}
 }
 
 // values are the chart's defaults but for the images (assembled here, never pulled) and the emulator's IMDS.

@@ -6,12 +6,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,9 +60,7 @@ func runStorm(t *testing.T, ctx context.Context, s *ebsinstall.Stack, audit *rig
 	t.Helper()
 	client := s.Cluster.Client()
 	r := result{column: column, podsPerNode: map[string]int{}}
-	if err := createStorageClass(ctx, client); err != nil {
-		t.Fatal(err)
-	}
+	waitLeaders(t, ctx, client)
 	ec2Before, err := ec2Calls(ctx, s.EC2.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +114,9 @@ func runStorm(t *testing.T, ctx context.Context, s *ebsinstall.Stack, audit *rig
 		return true, nil
 	})
 	end := time.Now()
+	if err := client.AppsV1().StatefulSets(namespace).Delete(ctx, setName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitNothingLeft(t, ctx, client)
 
 	ec2After, err := ec2Calls(ctx, s.EC2.URL())
@@ -124,9 +127,6 @@ func runStorm(t *testing.T, ctx context.Context, s *ebsinstall.Stack, audit *rig
 	writes := rig.Filter(audit.MustWrites(t), func(w rig.AuditWrite) bool { return !w.Time.Before(start) && !w.Time.After(end) })
 	r.writes = writesByComponent(writes)
 	r.sched = schedulerTime(writes, r.slowest)
-	if err := client.AppsV1().StatefulSets(namespace).Delete(ctx, setName, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	return r
 }
 
@@ -185,6 +185,40 @@ func checkPodsHealthy(t *testing.T, ctx context.Context, client kubernetes.Inter
 	}
 }
 
+// waitLeaders waits until each of the driver's leader-election Leases is held by a controller Pod that runs
+// now: after a reinstall, the old Pods' Leases stay held until they expire, and a storm started then would
+// count that wait.
+func waitLeaders(t *testing.T, ctx context.Context, client kubernetes.Interface) {
+	t.Helper()
+	rig.Eventually(t, ctx, 2*time.Minute, "the driver's Leases held by its running controller Pods", func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ebsinstall.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=ebs-csi-controller"})
+		if err != nil {
+			return false, err
+		}
+		leases, err := client.CoordinationV1().Leases(ebsinstall.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		held := 0
+		for _, l := range leases.Items {
+			if !strings.Contains(l.Name, "ebs-csi-aws-com") {
+				continue
+			}
+			holder := ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			if !slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && strings.Contains(holder, p.Name)
+			}) {
+				return false, fmt.Errorf("lease %s held by %q, no running controller Pod", l.Name, holder)
+			}
+			held++
+		}
+		return held > 0, nil
+	})
+}
+
 // waitNothingLeft waits for the Pods, the claims' PersistentVolumes and the VolumeAttachments to be gone.
 func waitNothingLeft(t *testing.T, ctx context.Context, client kubernetes.Interface) {
 	t.Helper()
@@ -201,7 +235,8 @@ func waitNothingLeft(t *testing.T, ctx context.Context, client kubernetes.Interf
 		if err != nil {
 			return false, err
 		}
-		return len(pods.Items) == 0 && len(pvs.Items) == 0 && len(vas.Items) == 0, nil
+		_, err = client.AppsV1().StatefulSets(namespace).Get(ctx, setName, metav1.GetOptions{})
+		return len(pods.Items) == 0 && len(pvs.Items) == 0 && len(vas.Items) == 0 && apierrors.IsNotFound(err), nil
 	})
 }
 
