@@ -4,6 +4,7 @@ package statefulsetstorm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -197,6 +198,13 @@ const leaderLeases = 4
 // old Pods left under names the new binaries do not use stay held by them, and are not counted.
 func waitLeaders(t *testing.T, ctx context.Context, client kubernetes.Interface) {
 	t.Helper()
+	// The last poll's error may be the deadline's own, so the Leases as last read are logged beside it.
+	var last string
+	t.Cleanup(func() {
+		if t.Failed() && last != "" {
+			t.Logf("the driver's Leases as last read: %s", last)
+		}
+	})
 	rig.Eventually(t, ctx, 3*time.Minute, "the driver's Leases held by its running controller Pods", func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(ebsinstall.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=ebs-csi-controller"})
 		if err != nil {
@@ -220,8 +228,9 @@ func waitLeaders(t *testing.T, ctx context.Context, client kubernetes.Interface)
 				others = append(others, l.Name+"="+holder)
 			}
 		}
+		last = fmt.Sprintf("running controller Pods hold %q; the others: %q", held, others)
 		if len(held) < leaderLeases {
-			return false, fmt.Errorf("running controller Pods hold %q; the others: %q", held, others)
+			return false, errors.New(last)
 		}
 		return true, nil
 	})
