@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/stowage-csi/stowage/e2e/cluster"
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
 	"github.com/stowage-csi/stowage/e2e/helm"
 	"github.com/stowage-csi/stowage/e2e/images"
@@ -56,12 +57,22 @@ type Options struct {
 	Nodes int
 	// ExtraImages are more image archives to import into every node (a test suite's own images).
 	ExtraImages []string
+	// Values are chart values set over Start's (merged map by map), e.g. a sidecar slot on another image.
+	Values map[string]any
+	// TimeScale is ec2sim's time scale: 1 is EC2's real delays; default 0.02, which keeps tests short.
+	TimeScale float64
+	// InstanceType is every node's EC2 instance type, which sets its attach limit (default m5.large).
+	InstanceType string
+	// APIServerArgs are added to kube-apiserver's flags (an audit log's).
+	APIServerArgs []string
 }
 
 // Stack is the installed stack.
 type Stack struct {
 	Cluster *node.Cluster
 	EC2     *ec2sim.Server
+	helm    *helm.Client
+	chart   string
 }
 
 // Start builds Stowage's binaries and images, starts the real nodes, EC2, the snapshot controller and the
@@ -76,6 +87,12 @@ func Start(t testing.TB, o Options) *Stack {
 	if o.Nodes == 0 {
 		o.Nodes = 2
 	}
+	if o.TimeScale == 0 {
+		o.TimeScale = 0.02
+	}
+	if o.InstanceType == "" {
+		o.InstanceType = "m5.large"
+	}
 	archives, err := images.Stowage(ctx, root, t.TempDir(), imageTag)
 	if err != nil {
 		t.Fatal(err)
@@ -88,8 +105,9 @@ func Start(t testing.TB, o Options) *Stack {
 			Name: fmt.Sprintf("node-%c", 'a'+i), Zone: zone(i), Taints: []string{startTaint + "=true:NoExecute"},
 		})
 	}
-	c := nodetest.Start(t, specs, append(archives, o.ExtraImages...)...)
-	s := &Stack{Cluster: c, EC2: startEC2(t, ctx, c)}
+	c := nodetest.StartWith(t, node.ClusterOptions{Nodes: specs, ControlPlane: cluster.Options{APIServerArgs: o.APIServerArgs}},
+		append(archives, o.ExtraImages...)...)
+	s := &Stack{Cluster: c, EC2: startEC2(t, ctx, c, o)}
 	if err := installSnapshotController(ctx, c, root, t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +127,7 @@ func Start(t testing.TB, o Options) *Stack {
 			return len(pods.Items) == 0, nil
 		})
 	})
-	s.installChart(t, ctx, root)
+	s.installChart(t, ctx, root, o.Values)
 	for _, n := range c.Nodes {
 		waitRegistered(t, ctx, c.Client(), n.Name)
 	}
@@ -129,19 +147,19 @@ func zone(i int) string { return Region + string(rune('a'+i)) }
 
 // startEC2 starts ec2sim on the Pod network's gateway, with one local instance per node whose Pods' range is
 // the instance's IMDS callers, and its NVMe links in the host's /dev, which it removes when the test ends.
-func startEC2(t testing.TB, ctx context.Context, c *node.Cluster) *ec2sim.Server {
+func startEC2(t testing.TB, ctx context.Context, c *node.Cluster, o Options) *ec2sim.Server {
 	t.Helper()
 	removeLinkDir := createdDirs(t, linkDir)
 	var ins []ec2sim.Instance
 	for i := range c.Nodes {
 		start, _ := c.Network.NodeRange(i)
 		callers := &net.IPNet{IP: start.Mask(net.CIDRMask(24, 32)), Mask: net.CIDRMask(24, 32)}
-		ins = append(ins, ec2sim.Instance{ID: fmt.Sprintf("i-%017x", 0xa001+i), Zone: zone(i), Type: "m5.large", Local: true, Callers: callers})
+		ins = append(ins, ec2sim.Instance{ID: fmt.Sprintf("i-%017x", 0xa001+i), Zone: zone(i), Type: o.InstanceType, Local: true, Callers: callers})
 	}
 	gw := c.Network.Gateway.String()
 	s, err := ec2sim.Start(ctx, ec2sim.Config{
 		Listen: net.JoinHostPort(gw, "0"), IMDSListen: net.JoinHostPort(gw, "0"),
-		DataDir: t.TempDir(), Region: Region, Instances: ins, DeviceLinkDir: linkDir, TimeScale: 0.02,
+		DataDir: t.TempDir(), Region: Region, Instances: ins, DeviceLinkDir: linkDir, TimeScale: o.TimeScale,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +221,7 @@ func installSnapshotController(ctx context.Context, c *node.Cluster, root, tmp s
 // installChart runs helm install of stowage-ebs with its defaults, overriding only the images, the pull
 // policy and the emulator's endpoints, with the AWS configuration the chart reads from a ConfigMap and a
 // Secret; helm uninstall runs when the test ends.
-func (s *Stack) installChart(t testing.TB, ctx context.Context, root string) {
+func (s *Stack) installChart(t testing.TB, ctx context.Context, root string, values map[string]any) {
 	t.Helper()
 	client := s.Cluster.Client()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "aws-meta", Namespace: Namespace},
@@ -221,16 +239,45 @@ func (s *Stack) installChart(t testing.TB, ctx context.Context, root string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.Install(ctx, release, filepath.Join(root, "deploy", "helm", "stowage-ebs"), Namespace, s.values(), installTimeout)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, s.Cluster.NodeLogTail(20))
-	}
-	t.Logf("helm install:\n%s", out)
+	s.helm, s.chart = h, filepath.Join(root, "deploy", "helm", "stowage-ebs")
+	s.helmInstall(t, ctx, values)
 	t.Cleanup(func() {
 		if _, err := h.Uninstall(context.Background(), release, Namespace); err != nil {
 			t.Errorf("helm uninstall: %v", err)
 		}
 	})
+}
+
+func (s *Stack) helmInstall(t testing.TB, ctx context.Context, values map[string]any) {
+	t.Helper()
+	out, err := s.helm.Install(ctx, release, s.chart, Namespace, mergeValues(s.values(), values), installTimeout)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, s.Cluster.NodeLogTail(20))
+	}
+	t.Logf("helm install:\n%s", out)
+}
+
+// Reinstall uninstalls the chart, waits for its Pods to go, and installs it again with values set over
+// Start's (as Options.Values), on the same nodes and EC2: one cluster serves several installs of a
+// comparison. It returns once the kubelets registered the driver again.
+func (s *Stack) Reinstall(t testing.TB, values map[string]any) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.helm.Uninstall(ctx, release, Namespace); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	client := s.Cluster.Client()
+	rig.Eventually(t, ctx, installTimeout, "the chart's Pods to go", func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + release})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+	s.helmInstall(t, ctx, values)
+	for _, n := range s.Cluster.Nodes {
+		waitRegistered(t, ctx, client, n.Name)
+	}
 }
 
 // values are the chart's defaults but for the images (assembled here, never pulled) and the emulator's IMDS.
@@ -250,6 +297,20 @@ func (s *Stack) values() map[string]any {
 		"controller": map[string]any{"env": append(env, map[string]string{"name": "AWS_REGION", "value": Region})},
 		"node":       map[string]any{"env": env},
 	}
+}
+
+// mergeValues sets over's values on base, descending into the maps both have, as helm merges values files.
+func mergeValues(base, over map[string]any) map[string]any {
+	for k, v := range over {
+		b, bok := base[k].(map[string]any)
+		o, ook := v.(map[string]any)
+		if bok && ook {
+			base[k] = mergeValues(b, o)
+			continue
+		}
+		base[k] = v
+	}
+	return base
 }
 
 // waitRegistered waits for the real kubelet to list the driver in the node's CSINode with an attach limit and

@@ -61,6 +61,8 @@ type AuditWrite struct {
 	Name     string
 	Code     int
 	User     string
+	// UserAgent tells apart the programs that share one user (the sidecars of a Pod under one ServiceAccount).
+	UserAgent string
 	// Time is when the API server completed the request (the event's stageTimestamp); zero if the log has none.
 	Time time.Time
 }
@@ -76,6 +78,7 @@ type auditEvent struct {
 	Stage     string                    `json:"stage"`
 	StageTime time.Time                 `json:"stageTimestamp"`
 	User      struct{ Username string } `json:"user"`
+	UserAgent string                    `json:"userAgent"`
 	ObjectRef struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
@@ -112,7 +115,8 @@ func parseAudit(r io.Reader) ([]AuditWrite, error) {
 		if ev.ObjectRef.Subresource != "" {
 			res += "/" + ev.ObjectRef.Subresource
 		}
-		out = append(out, AuditWrite{Verb: ev.Verb, Resource: res, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code, User: ev.User.Username, Time: ev.StageTime})
+		out = append(out, AuditWrite{Verb: ev.Verb, Resource: res, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code, User: ev.User.Username,
+			UserAgent: ev.UserAgent, Time: ev.StageTime})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)

@@ -12,7 +12,7 @@ import (
 func TestParseAuditKeepsCompletedWritesInOrder(t *testing.T) {
 	log := `{"verb":"create","stage":"ResponseComplete","user":{"username":"admin"},"objectRef":{"resource":"volumeattachments","name":"va-1"},"responseStatus":{"code":201}}
 {"verb":"patch","stage":"ResponseStarted","user":{"username":"sa"},"objectRef":{"resource":"volumeattachments","name":"va-1"},"responseStatus":{"code":200}}
-{"verb":"patch","stage":"ResponseComplete","user":{"username":"sa"},"objectRef":{"resource":"volumeattachments","subresource":"status","name":"va-1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-27T00:10:02.123456Z"}
+{"verb":"patch","stage":"ResponseComplete","user":{"username":"sa"},"userAgent":"csi-attacher/v0.0.0 (linux/amd64)","objectRef":{"resource":"volumeattachments","subresource":"status","name":"va-1"},"responseStatus":{"code":200},"stageTimestamp":"2026-11-27T00:10:02.123456Z"}
 `
 	got, err := parseAudit(strings.NewReader(log))
 	if err != nil {
@@ -24,6 +24,9 @@ func TestParseAuditKeepsCompletedWritesInOrder(t *testing.T) {
 	}
 	if !got[0].Time.IsZero() || !got[1].Time.Equal(time.Date(2026, 11, 27, 0, 10, 2, 123456000, time.UTC)) {
 		t.Errorf("times = %v, %v; want zero (none in the log) and the second write's stageTimestamp", got[0].Time, got[1].Time)
+	}
+	if got[0].UserAgent != "" || got[1].UserAgent != "csi-attacher/v0.0.0 (linux/amd64)" {
+		t.Errorf("user agents = %q, %q; want none and the second write's", got[0].UserAgent, got[1].UserAgent)
 	}
 	if by := Strings(Filter(got, ByUser("sa"))); !slices.Equal(by, want[1:]) {
 		t.Errorf("writes by sa = %q, want %q", by, want[1:])

@@ -29,6 +29,13 @@ func TwoZones() []node.Spec {
 // extraImages; it tears everything down when t ends, logging the nodes' log tails first if t failed.
 func Start(t testing.TB, nodes []node.Spec, extraImages ...string) *node.Cluster {
 	t.Helper()
+	return StartWith(t, node.ClusterOptions{Nodes: nodes}, extraImages...)
+}
+
+// StartWith is Start with the cluster's options: a control plane with flags of its own (an audit log) among
+// them. Its Images are imported besides the test images and extraImages.
+func StartWith(t testing.TB, o node.ClusterOptions, extraImages ...string) *node.Cluster {
+	t.Helper()
 	ctx, cancel := context.WithDeadline(context.Background(), rig.StartDeadline(t, startTimeout, cleanupMargin))
 	defer cancel()
 	root, err := rig.RepoRoot(".")
@@ -39,11 +46,12 @@ func Start(t testing.TB, nodes []node.Spec, extraImages ...string) *node.Cluster
 	if err != nil {
 		t.Fatalf("assemble the test images: %v", err)
 	}
-	paths := append([]string{}, extraImages...)
+	paths := append(append([]string{}, o.Images...), extraImages...)
 	for _, a := range archives {
 		paths = append(paths, a.Path)
 	}
-	c, err := node.StartCluster(ctx, node.ClusterOptions{Nodes: nodes, Images: paths})
+	o.Images = paths
+	c, err := node.StartCluster(ctx, o)
 	if err != nil {
 		t.Fatalf("start cluster with real nodes: %v", err)
 	}
