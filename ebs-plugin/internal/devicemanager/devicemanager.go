@@ -28,6 +28,10 @@ func allNames() []string {
 	return append(names, "/dev/sda2")
 }
 
+// NameCount is how many device names an instance can be given: no more volumes than this can be attached to
+// one instance, whatever its EBS limit.
+func NameCount() int { return len(allNames()) }
+
 // LikelyBadTTL is how long a refused name is avoided.
 const LikelyBadTTL = time.Hour
 

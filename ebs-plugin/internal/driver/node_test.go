@@ -206,7 +206,7 @@ func TestNodeGetInfoVolumeLimit(t *testing.T) {
 		{name: "g5.48xlarge: 9 shared, not the flat 27", inst: metadata.Instance{InstanceType: "g5.48xlarge", ENIs: 2}, flag: -1, reserved: -1, want: 7},
 		{name: "m7i.large: 32 dedicated, ENIs do not count", inst: metadata.Instance{InstanceType: "m7i.large", EBSMappings: 1, ENIs: 4}, flag: -1, reserved: -1, want: 30},
 		{name: "m5.large: unlisted, 27 shared", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 2, ENIs: 3}, flag: -1, reserved: -1, want: 22},
-		{name: "multi-card type counts both cards", inst: metadata.Instance{InstanceType: "r8gn.48xlarge", ENIs: 1}, flag: -1, reserved: -1, want: 255},
+		{name: "multi-card type counts one card, as attaches land there", inst: metadata.Instance{InstanceType: "r8gn.48xlarge", ENIs: 1}, flag: -1, reserved: -1, want: 127},
 		{name: "xen: dedicated 39", inst: metadata.Instance{InstanceType: "m4.xlarge", ENIs: 5}, flag: -1, reserved: -1, want: 38},
 		{name: "reserved flag replaces the mapping count", inst: metadata.Instance{InstanceType: "m5.large", EBSMappings: 9, ENIs: 1}, flag: -1, reserved: 4, want: 23},
 		{name: "attach limit flag wins", inst: metadata.Instance{InstanceType: "g5.48xlarge", EBSMappings: 5, ENIs: 4}, flag: 11, reserved: -1, want: 11},

@@ -94,9 +94,11 @@ func TestMaxVolumes(t *testing.T) {
 		{name: "m5.large: extra ENIs share the limit", node: Node{InstanceType: "m5.large", LaunchVolumes: 2, ENIs: 3}, set: auto, want: 22},
 		{name: "trn1.32xlarge: shared 28", node: Node{InstanceType: "trn1.32xlarge", ENIs: 8}, set: auto, want: 20},
 		{name: "t2.micro: xen 39, ENIs do not count", node: Node{InstanceType: "t2.micro", ENIs: 3}, set: auto, want: 38},
-		// Two EBS cards of 128 each: 256 in all, where upstream reports 127.
-		{name: "c8gb.48xlarge: per-card limit times two cards", node: Node{InstanceType: "c8gb.48xlarge", ENIs: 2}, set: auto, want: 255},
-		{name: "c8gb.metal-48xl: two cards of 78", node: Node{InstanceType: "c8gb.metal-48xl", LaunchVolumes: 1}, set: auto, want: 154},
+		// Two EBS cards of 128 each: attaches without an EbsCardIndex all land on the first card, so one card
+		// counts (upstream's 127), and no more than the 127 device names.
+		{name: "c8gb.48xlarge: one card of 128 less the root", node: Node{InstanceType: "c8gb.48xlarge", ENIs: 2}, set: auto, want: 127},
+		{name: "c8gb.48xlarge: no more than the device names", node: Node{InstanceType: "c8gb.48xlarge"}, set: Settings{AttachLimit: -1, Reserved: 0}, want: 127},
+		{name: "c8gb.metal-48xl: one card of 78", node: Node{InstanceType: "c8gb.metal-48xl", LaunchVolumes: 1}, set: auto, want: 76},
 		{name: "unknown type: Nitro default 27 shared", node: Node{InstanceType: "zz9.plural", ENIs: 2}, set: auto, want: 25},
 		{name: "unknown metadata counts the root and one ENI", node: Node{InstanceType: "m7i.large", LaunchVolumes: -1}, set: auto, want: 31},
 		{name: "--volume-attach-limit wins", node: Node{InstanceType: "g5.48xlarge", LaunchVolumes: 5, ENIs: 4}, set: Settings{AttachLimit: 11, Reserved: -1}, want: 11},

@@ -1,5 +1,7 @@
 package limits
 
+import "github.com/stowage-csi/stowage/ebs-plugin/internal/devicemanager"
+
 // Node is what the limit depends on that changes per node, from instance metadata.
 type Node struct {
 	InstanceType string
@@ -28,15 +30,17 @@ type Result struct {
 	Limit    Limit
 	// Listed is false when the type is not in the table and the Nitro default was used.
 	Listed bool
-	// Reserved and ENIs are the slots subtracted from Limit.Capacity().
+	// Reserved and ENIs are the slots subtracted from one card's Limit.Attachments.
 	Reserved int
 	ENIs     int
 }
 
-// MaxVolumes computes max_volumes_per_node as upstream does, except that a type with several EBS cards gets
-// its per-card limit on every card (upstream counts one card): the type's capacity, minus the reserved
-// attachments, minus the network interfaces beyond the primary on types whose slots they share, and never
-// below 1, because Kubernetes reads 0 as unlimited and a node that can attach nothing would be flooded.
+// MaxVolumes computes max_volumes_per_node as upstream does: one EBS card's limit, minus the reserved
+// attachments, minus the network interfaces beyond the primary on types whose slots they share, no more than
+// the device names an instance can be given, and never below 1, because Kubernetes reads 0 as unlimited and a
+// node that can attach nothing would be flooded. A type with several EBS cards counts one card: attaches go
+// without an EbsCardIndex, so EC2 puts them all on the first card, and reporting every card's slots would let
+// the scheduler place volumes that can never attach.
 func (t *Table) MaxVolumes(n Node, s Settings) Result {
 	if s.AttachLimit >= 0 {
 		return Result{MaxVolumes: s.AttachLimit, FromFlag: true}
@@ -49,6 +53,7 @@ func (t *Table) MaxVolumes(n Node, s Settings) Result {
 	if l.Kind == Shared && n.ENIs > 1 {
 		r.ENIs = n.ENIs - 1
 	}
-	r.MaxVolumes = max(int64(l.Capacity())-int64(r.Reserved)-int64(r.ENIs), 1)
+	slots := min(int64(l.Attachments)-int64(r.Reserved)-int64(r.ENIs), int64(devicemanager.NameCount()))
+	r.MaxVolumes = max(slots, 1)
 	return r
 }
