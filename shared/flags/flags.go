@@ -93,6 +93,9 @@ type Common struct {
 	// the process runs without a client-side limiter against an API server with API Priority and Fairness,
 	// and with the two defaults otherwise (kubeclient.Options.AdaptiveRate).
 	KubeAPIRateSet bool
+	// Positional are stray words on the command line, accepted and warned about (WarnPositional), as upstream
+	// ignores them (see Parsed).
+	Positional []string
 
 	HTTPEndpoint   string
 	MetricsAddress string
@@ -130,7 +133,7 @@ const serverGateNoEffect = "an API server feature gate: upstream's sidecars acce
 func (c *Common) addServerGates() error {
 	known := c.FeatureGates.GetAll()
 	specs := map[featuregate.Feature]featuregate.FeatureSpec{}
-	for name, spec := range utilfeature.DefaultFeatureGate.DeepCopy().GetAll() {
+	for name, spec := range utilfeature.DefaultMutableFeatureGate.GetAll() {
 		if _, ok := known[name]; ok {
 			continue
 		}
@@ -220,7 +223,7 @@ func (c *Common) register(fs *flag.FlagSet, d Defaults) {
 // (directly or through AllAlpha/AllBeta), each with the reason, for a start-up warning.
 func (c *Common) IgnoredGates(gates []Gate) map[string]string {
 	out := map[string]string{}
-	for _, g := range append(slices.Clone(gates), c.serverGates...) {
+	for _, g := range slices.Concat(gates, c.serverGates) {
 		if g.NoEffect != "" && c.FeatureGates.Enabled(g.Name) != g.Spec.Default {
 			out[fmt.Sprintf("%s=%t", g.Name, !g.Spec.Default)] = g.NoEffect
 		}
@@ -311,10 +314,11 @@ func (v featureGatesValue) Set(value string) error {
 	return v.gate.Set(value)
 }
 
-// Parsed records what only the parsed command line can tell: whether the client rate flags were given.
-// Call it after fs.Parse.
+// Parsed records what only the parsed command line can tell: whether the client rate flags were given, and
+// the positional arguments ParseInterspersed kept. Call it after parsing.
 func (c *Common) Parsed(fs *flag.FlagSet) {
 	c.KubeAPIRateSet = RateFlagsSet(fs)
+	c.Positional = fs.Args()
 }
 
 // RateFlagsSet reports whether the command line parsed by fs gave --kube-api-qps or --kube-api-burst.

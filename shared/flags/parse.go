@@ -1,6 +1,10 @@
 package flags
 
-import "flag"
+import (
+	"flag"
+
+	"k8s.io/klog/v2"
+)
 
 // ParseInterspersed parses args as fs.Parse does, but goes on past a positional argument, as the pflag-based
 // upstream sidecars do, and keeps the positional arguments in fs.Args() instead of refusing them: every
@@ -25,4 +29,12 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) error {
 		args = rest[1:]
 	}
 	return fs.Parse(append([]string{"--"}, positional...))
+}
+
+// WarnPositional logs the positional arguments ParseInterspersed kept, if any: upstream ignores them without a
+// word, and whoever wrote them meant something that does not happen.
+func WarnPositional(logger klog.Logger, args []string) {
+	if len(args) > 0 {
+		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", args)
+	}
 }

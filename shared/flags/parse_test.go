@@ -45,3 +45,19 @@ func TestParseInterspersedStillRefusesUnknownFlags(t *testing.T) {
 		t.Fatal("an unknown flag after a positional argument was accepted")
 	}
 }
+
+func TestParsedKeepsThePositionalArguments(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c, err := Register(fs, Defaults{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ParseInterspersed(fs, []string{"stray", "--kube-api-qps=5", "word"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Parsed(fs)
+	if !slices.Equal(c.Positional, []string{"stray", "word"}) || !c.KubeAPIRateSet {
+		t.Errorf("Positional %q, KubeAPIRateSet %t; want [stray word], true", c.Positional, c.KubeAPIRateSet)
+	}
+}

@@ -263,9 +263,7 @@ func setUpProcess(ctx context.Context, o Options, fs *flag.FlagSet, common *flag
 	if common.MetricsAddress != "" {
 		logger.Info("--metrics-address is deprecated, use --http-endpoint")
 	}
-	if fs.NArg() > 0 {
-		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", fs.Args())
-	}
+	flags.WarnPositional(logger, common.Positional)
 	warnNoEffect(logger, fs, o.NoEffect)
 	warnIgnoredGates(logger, common, o.Defaults.Gates)
 	return undo, nil

@@ -115,9 +115,7 @@ func (p Process) Main(args []string) int {
 		return ExitUsage
 	}
 	logger := klog.Background().WithName(p.Binary)
-	if p.Flags.NArg() > 0 {
-		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", p.Flags.Args())
-	}
+	flags.WarnPositional(logger, p.Flags.Args())
 	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
 	err := p.Run(ctx)
 	stop()

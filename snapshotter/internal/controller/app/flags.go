@@ -31,8 +31,6 @@ type Config struct {
 	EnableDistributedSnapshotting bool
 	PreventVolumeModeConversion   bool
 	RetryCRDIntervalMax           time.Duration
-	// Positional are stray words on the command line, accepted and warned about as upstream ignores them.
-	Positional []string
 }
 
 // NewFlagSet registers the flags into a new flag set and returns it with the Config it fills.

@@ -50,7 +50,6 @@ func Parse(args []string, stdout io.Writer) (*Config, error) {
 		return nil, err
 	}
 	cfg.Parsed(fs)
-	cfg.Positional = fs.Args()
 	if cfg.ShowVersion {
 		return nil, version.Print(stdout, Binary)
 	}
@@ -68,9 +67,7 @@ func Run(ctx context.Context, cfg *Config) error {
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting", "binary", Binary, "version", version.Version)
-	if len(cfg.Positional) > 0 {
-		logger.Info("Warning: positional arguments are ignored, as upstream ignores them", "args", cfg.Positional)
-	}
+	flags.WarnPositional(logger, cfg.Positional)
 	if cfg.Automaxprocs {
 		defer setMaxProcs(logger)()
 	}
