@@ -175,18 +175,16 @@ func (p *Provisioner) attachedBy(pvName string) string {
 // that cannot be found or read does not block the deletion for ever: upstream goes on without it too (the
 // secret may have gone with its namespace), and the driver answers if it really needs one. The log says why.
 func (p *Provisioner) deletionSecrets(ctx context.Context, pv *v1.PersistentVolume) map[string]string {
-	logger := klog.FromContext(ctx)
 	ref, err := p.deletionSecretRef(pv)
-	if err == nil && ref != nil {
-		var data map[string]string
-		if data, err = secretData(ctx, p, ref); err == nil {
-			return data
-		}
+	var data map[string]string
+	if err == nil {
+		data, err = secretData(ctx, p, ref) // nothing to read for a nil ref
 	}
 	if err != nil {
-		logger.Error(err, "Deleting the volume without the provisioner secret, which cannot be read")
+		klog.FromContext(ctx).Error(err, "Deleting the volume without the provisioner secret, which cannot be read")
+		return nil
 	}
-	return nil
+	return data
 }
 
 // deletionSecretRef is the secret deletionSecrets reads, or nil when there is none to read.
@@ -195,7 +193,7 @@ func (p *Provisioner) deletionSecretRef(pv *v1.PersistentVolume) (*secretRef, er
 	if name != "" || ns != "" {
 		return &secretRef{name: name, namespace: ns}, nil
 	}
-	if pv.Spec.StorageClassName == "" || p.Classes == nil {
+	if pv.Spec.StorageClassName == "" {
 		return nil, nil
 	}
 	class, err := p.Classes.Get(pv.Spec.StorageClassName)
