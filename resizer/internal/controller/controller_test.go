@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
@@ -53,10 +54,10 @@ func (r *recorder) count(name string) int {
 	return n
 }
 
-// The informers feed each queue what concerns it: a new claim both, a bigger request the expand queue only, a
-// new class the modify queue only, a created VolumeAttributesClass the claims that name it, a volume of the
-// driver its claim; a deleted claim is forgotten by both handlers.
-func TestEventsReachTheRightQueue(t *testing.T) {
+// runController runs a Controller with the handlers given, each with a queue of its own (a nil expand handler
+// gets none, as for a driver that only modifies), on a fake API server, until the test ends.
+func runController(t *testing.T, expand, modify Handler) (context.Context, *fake.Clientset, *Controller) {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	ctx, cancel := context.WithCancel(ctx)
 	client := sharedtestutil.NewClientset()
@@ -65,18 +66,22 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := workqueue.Config{RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Second}
-	cfg.Name = "expand"
-	expandQ, _ := workqueue.New[string](qm, cfg)
-	cfg.Name = "modify"
-	modifyQ, _ := workqueue.New[string](qm, cfg)
-	expand := &recorder{version: map[string]string{}}
-	modify := &recorder{version: map[string]string{}}
-	c, err := New(Config{
+	queue := func(name string) workqueue.Queue[string] {
+		q, err := workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	cfg := Config{
 		Driver: testutil.Driver, PVCInformer: factory.Core().V1().PersistentVolumeClaims(), PVInformer: factory.Core().V1().PersistentVolumes(),
-		Expand: expand, ExpandQueue: expandQ, Modify: modify, ModifyQueue: modifyQ,
 		VACInformer: factory.Storage().V1().VolumeAttributesClasses(), Workers: 1,
-	})
+	}
+	if expand != nil {
+		cfg.Expand, cfg.ExpandQueue = expand, queue("expand")
+	}
+	cfg.Modify, cfg.ModifyQueue = modify, queue("modify")
+	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +98,16 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 		<-done
 		factory.Shutdown()
 	})
+	return ctx, client, c
+}
+
+// The informers feed each queue what concerns it: a new claim both, a bigger request the expand queue only, a
+// new class the modify queue only, a created VolumeAttributesClass the claims that name it, a volume of the
+// driver its claim; a deleted claim is forgotten by both handlers.
+func TestEventsReachTheRightQueue(t *testing.T) {
+	expand := &recorder{version: map[string]string{}}
+	modify := &recorder{version: map[string]string{}}
+	ctx, client, _ := runController(t, expand, modify)
 	claims := client.CoreV1().PersistentVolumeClaims(testutil.Namespace)
 	wait := func(r *recorder, name string, n int) {
 		t.Helper()
@@ -162,38 +177,8 @@ func TestEventsReachTheRightQueue(t *testing.T) {
 // handler, and a bigger request, a requeue, a deleted claim and the driver coming back touch no expand queue
 // (there is none to touch).
 func TestModifyOnlyWithoutAnExpandHandler(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	client := sharedtestutil.NewClientset()
-	factory := informers.NewSharedInformerFactory(client, 0)
-	qm, err := workqueue.NewMetrics(metrics.NewRegistry().Registerer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := workqueue.Config{Name: "modify", RetryIntervalStart: time.Millisecond, RetryIntervalMax: time.Second}
-	modifyQ, _ := workqueue.New[string](qm, cfg)
 	modify := &recorder{version: map[string]string{}}
-	c, err := New(Config{
-		Driver: testutil.Driver, PVCInformer: factory.Core().V1().PersistentVolumeClaims(), PVInformer: factory.Core().V1().PersistentVolumes(),
-		Modify: modify, ModifyQueue: modifyQ,
-		VACInformer: factory.Storage().V1().VolumeAttributesClasses(), Workers: 1,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	factory.Start(ctx.Done())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := c.Run(ctx); err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		factory.Shutdown()
-	})
+	ctx, client, c := runController(t, nil, modify)
 	claims := client.CoreV1().PersistentVolumeClaims(testutil.Namespace)
 	pvc, err := claims.Create(ctx, testutil.PVC("c1", "pv1", "1Gi", "1Gi"), metav1.CreateOptions{})
 	if err != nil {
