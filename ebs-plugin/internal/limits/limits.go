@@ -47,9 +47,6 @@ type Limit struct {
 	EBSCards int
 }
 
-// Capacity is the number of EBS attachments the type takes across all its cards.
-func (l Limit) Capacity() int { return l.Attachments * l.EBSCards }
-
 // Table maps instance types to their limits. It is immutable once built and safe for concurrent use.
 type Table struct {
 	byType map[string]Limit

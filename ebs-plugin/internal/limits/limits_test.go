@@ -69,7 +69,7 @@ func TestParseRefusesMalformedTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, ok := tab.Lookup("x1.big"); !ok || l.Capacity() != 21 {
+	if l, ok := tab.Lookup("x1.big"); !ok || l.Attachments != 7 || l.EBSCards != 3 {
 		t.Fatalf("got %+v %v, want 3 cards of 7", l, ok)
 	}
 }
