@@ -63,8 +63,11 @@ func (d *Driver) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolu
 	})
 	if err != nil {
 		code := codes.Internal
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			code = codes.DeadlineExceeded
+		case errors.Is(err, mounter.ErrPodEnding):
+			code = codes.Unavailable // the kubelet retries and finds the workload's new Pod
 		}
 		return nil, status.Errorf(code, "mount bucket %s at %s through Mountpoint Pod %s: %v", p.vc.bucket, p.target, pod.Name, err)
 	}

@@ -240,3 +240,22 @@ func TestPublishRetryAfterTimeout(t *testing.T) {
 		t.Fatalf("mounts after the retry %v", got)
 	}
 }
+
+// A publish through a Mountpoint Pod the node has asked to exit is retriable and sends nothing: the kubelet
+// retries, and the workload, if it still exists, gets a new Pod from the controller.
+func TestPublishThroughAnEndingPodIsRetriable(t *testing.T) {
+	r := newRig(t)
+	if err := os.MkdirAll(r.comm(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.comm(), "mount.exit"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.d.NodePublishVolume(context.Background(), r.publishReq("w1"))
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "mp-1") {
+		t.Fatalf("error %v, want Unavailable naming the Mountpoint Pod", err)
+	}
+	if len(r.sent) != 0 || len(r.sys.MountPoints()) != 0 {
+		t.Fatalf("sent %d mounts, mounted %v; want none", len(r.sent), r.sys.MountPoints())
+	}
+}

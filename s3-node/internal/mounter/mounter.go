@@ -77,9 +77,20 @@ type Request struct {
 	Credentials func(context.Context) ([]string, error)
 }
 
+// ErrPodEnding is wrapped by a publish through a Mountpoint Pod the node has asked to exit (mount.exit): its
+// last workload went, so the controller assigns a new workload a new Pod. Sending this one a mount would be
+// answered by a mounter that exits 0 on mount.exit without serving or reporting anything, and the publish
+// would wait for its whole deadline.
+var ErrPodEnding = errors.New("the Mountpoint Pod is ending")
+
 // Publish mounts the Mountpoint Pod's source if it is not mounted yet and binds it at the target.
 func (m *Mounter) Publish(ctx context.Context, r Request) error {
 	defer m.Lock(r.MPPodName)()
+	// Under the lock: the unmounter writes mount.exit under it too, so a publish either comes before the
+	// teardown (and its bind keeps the source) or sees the file.
+	if mountproto.Exited(m.cfg.Paths.CommDir(r.MPPodUID)) {
+		return fmt.Errorf("%w: the node asked Mountpoint Pod %s to exit once no workload used it (%s); the controller gives the workload a new one", ErrPodEnding, r.MPPodName, mountproto.ExitName)
+	}
 	env, err := r.Credentials(ctx)
 	if err != nil {
 		return err
