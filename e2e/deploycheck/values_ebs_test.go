@@ -304,7 +304,11 @@ var ebsValueEffects = func() map[string]valueEffect {
 	m[c+"dnsConfig"] = valueEffect{check: at(ebsController, podSpec+".dnsConfig")}
 
 	n := "node."
-	m[n+"selinux"] = valueEffect{fails: true}
+	m[n+"selinux"] = valueEffect{check: all(fixed(true, at("CSIDriver/ebs.csi.aws.com", "spec.seLinuxMount")),
+		fixed("/sys/fs/selinux", at(ebsNode, podSpec+".volumes[name=selinux-sysfs].hostPath.path")),
+		fixed("/etc/selinux/config", at(ebsNode, podSpec+".volumes[name=selinux-config].hostPath.path")),
+		fixed("/sys/fs/selinux", at(ebsNode, plugin+".volumeMounts[name=selinux-sysfs].mountPath")),
+		fixed("/etc/selinux/config", at(ebsNode, plugin+".volumeMounts[name=selinux-config].mountPath")))}
 	m[n+"env"] = valueEffect{check: holds(ebsNode, plugin+".env")}
 	m[n+"envFrom"] = valueEffect{check: all(at(ebsNode, plugin+".envFrom"), at(ebsNode, reg+".envFrom"))}
 	m[n+"kubeletPath"] = valueEffect{check: func(r rendered, val any) error {
@@ -396,7 +400,7 @@ var ebsValueEffects = func() map[string]valueEffect {
 	m["useOldCSIDriver"] = valueEffect{check: noEntry("CSIDriver/ebs.csi.aws.com", "spec", "fsGroupPolicy")}
 	m["nodeAllocatableUpdatePeriodSeconds"] = valueEffect{check: at("CSIDriver/ebs.csi.aws.com", "spec.nodeAllocatableUpdatePeriodSeconds")}
 	m["nodeComponentOnly"] = valueEffect{alone: true, check: all(absent(ebsController, "PodDisruptionBudget/ebs-csi-controller",
-		"ServiceAccount/ebs-csi-controller-sa", "ClusterRoleBinding/stowage-csi-provisioner"), exists(ebsNode, "spec"))}
+		"ServiceAccount/ebs-csi-controller-sa", "ClusterRoleBinding/stowage-csi-provisioner", "CSIDriver/ebs.csi.aws.com"), exists(ebsNode, "spec"))}
 	m["debugLogs"] = valueEffect{alone: true, check: all(
 		fixed(7, arg(ebsController, "ebs-plugin", "--v=%v")), fixed(7, arg(ebsNode, "ebs-plugin", "--v=%v")),
 		fixed(7, arg(ebsController, "csi-provisioner", "--v=%v")), fixed(7, arg(ebsNode, "node-driver-registrar", "--v=%v")),

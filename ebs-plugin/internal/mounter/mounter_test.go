@@ -88,6 +88,9 @@ func TestParseMountFlags(t *testing.T) {
 		{in: []string{"a b"}, wantErr: "space"},
 		{in: []string{"x\x00"}, wantErr: "non-printable"},
 		{in: nil, want: nil},
+		// The SELinux label the kubelet passes with seLinuxMount: its categories' comma is inside the quotes.
+		{in: []string{`noatime,context="system_u:object_r:container_file_t:s0:c12,c34"`, "ro"},
+			want: []string{"noatime", `context="system_u:object_r:container_file_t:s0:c12,c34"`, "ro"}},
 	}
 	for _, tc := range tests {
 		got, err := ParseMountFlags(tc.in)
@@ -108,6 +111,7 @@ func FuzzParseMountFlags(f *testing.F) {
 	f.Add("ro, nouuid")
 	f.Add("context=\"system_u:object_r:container_file_t:s0\"")
 	f.Add("bind")
+	f.Add(`context="system_u:object_r:container_file_t:s0:c1,c2",noatime`)
 	f.Fuzz(func(t *testing.T, s string) {
 		out, err := ParseMountFlags([]string{s})
 		if err != nil {
@@ -115,7 +119,8 @@ func FuzzParseMountFlags(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, o := range out {
-			if o == "" || strings.ContainsAny(o, ", \t\n") || strings.HasPrefix(o, "-") || seen[o] {
+			// A comma may only stand inside double quotes: outside them it separates options.
+			if o == "" || strings.ContainsAny(o, " \t\n") || strings.Contains(outsideQuotes(o), ",") || strings.HasPrefix(o, "-") || seen[o] {
 				t.Fatalf("accepted bad or duplicate option %q from %q", o, s)
 			}
 			seen[o] = true
@@ -162,4 +167,18 @@ func TestDevicePresentLooksUpTheBackingDeviceInSysfs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outsideQuotes returns s without what stands between double quotes.
+func outsideQuotes(s string) string {
+	var b strings.Builder
+	quoted := false
+	for _, r := range s {
+		if r == '"' {
+			quoted = !quoted
+		} else if !quoted {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
