@@ -239,12 +239,6 @@ func unsignedPayload(o *s3.Options) {
 	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 }
 
-// HeadBucket checks that the bucket exists and is reachable with the configured credentials.
-func (c *Client) HeadBucket(ctx context.Context) error {
-	_, err := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket})
-	return err
-}
-
 // Head returns an object's metadata.
 func (c *Client) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	out, err := c.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &c.bucket, Key: &key})

@@ -83,7 +83,7 @@ func TestRegionIsChosenInMountpointsOrder(t *testing.T) {
 			if n := imds.lookups(); n != tc.wantIMDS {
 				t.Errorf("IMDS asked %d times for the region, want %d", n, tc.wantIMDS)
 			}
-			if err := c.HeadBucket(context.Background()); err != nil {
+			if err := c.listEmpty(context.Background(), ""); err != nil {
 				t.Fatal(err)
 			}
 			if got := signedRegion(rec.requests[0]); got != tc.want {
