@@ -3,6 +3,7 @@ module github.com/stowage-csi/stowage/s3-node
 go 1.26.0
 
 require (
+	github.com/aws/aws-sdk-go-v2/feature/ec2/imds v1.20.6
 	github.com/container-storage-interface/spec v1.13.0
 	github.com/google/renameio/v2 v2.0.2
 	github.com/kubernetes-csi/csi-test/v5 v5.6.0
@@ -22,6 +23,8 @@ require (
 
 require (
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	github.com/aws/aws-sdk-go-v2 v1.47.6 // indirect
+	github.com/aws/smithy-go v1.28.8 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

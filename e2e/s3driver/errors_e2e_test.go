@@ -31,7 +31,7 @@ func TestE2ES3DriverMountErrors(t *testing.T) {
 	}{{
 		name: "missing bucket", remove: true,
 		vol:  s3stack.Volume{Name: "missing", Bucket: "bucket-missing"},
-		want: []string{"Mountpoint in Pod", "bucket bucket-missing is not accessible", "NotFound"},
+		want: []string{"Mountpoint in Pod", "bucket bucket-missing is not accessible", "NoSuchBucket"},
 	}, {
 		name: "refused mount option",
 		vol:  s3stack.Volume{Name: "bad-option", Bucket: "bucket-bad-option", MountOptions: []string{"ca-bundle /etc/x"}},

@@ -125,7 +125,7 @@ func TestE2ES3DriverInlineVolumes(t *testing.T) {
 	}, {
 		name: "role whose account does not own the bucket", pod: "inline-other-bucket", sa: "other",
 		attrs: map[string]string{"bucketName": inlineBkt, "authenticationSource": "pod"},
-		want:  []string{"bucket " + inlineBkt + " is not accessible", "HeadBucket", "StatusCode: 403"},
+		want:  []string{"bucket " + inlineBkt + " is not accessible", "ListObjectsV2", "StatusCode: 403"},
 	}, {
 		name: "driver-level credentials", pod: "inline-driver-creds", sa: "reader",
 		attrs: map[string]string{"bucketName": inlineBkt},

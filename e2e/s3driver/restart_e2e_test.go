@@ -42,8 +42,8 @@ func TestE2ES3DriverRestarts(t *testing.T) {
 		if err := s.CreateVolume(ctx, s3stack.Volume{Name: "node-kill", Bucket: "bucket-node-kill", MountOptions: []string{"allow-delete"}}); err != nil {
 			t.Fatal(err)
 		}
-		// Mountpoint reaches S3 through a gate that holds its first request (HeadBucket, before it serves the
-		// mount): s3-node, which has mounted /dev/fuse and handed the fd over, then waits for Mountpoint.
+		// Mountpoint reaches S3 through a gate that holds its first request (the ListObjectsV2 check, before it
+		// serves the mount): s3-node, which has mounted /dev/fuse and handed the fd over, then waits for Mountpoint.
 		g := startGate(t, s.S3.Endpoint)
 		setEndpoint(t, ctx, s, "node-kill", g.URL())
 		cleanupWorkloads(t, s, "nk-1", "nk-2")

@@ -26,8 +26,8 @@ import (
 	"github.com/stowage-csi/stowage/s3-mounter/internal/s3fs"
 )
 
-// headBucketTimeout bounds the start-up check so a wrong endpoint fails instead of hanging.
-const headBucketTimeout = 60 * time.Second
+// validateTimeout bounds the start-up check so a wrong endpoint fails instead of hanging.
+const validateTimeout = 60 * time.Second
 
 // readWindowParts caps the prefetch window in parts: two GETs in flight per core. On 2 cores, 4 parts
 // of 8-32 MiB read fastest through FUSE; 8 or 16 parallel GETs were slower (measured with dd on the
@@ -85,7 +85,7 @@ func Run(ctx context.Context, cfg *options.Config, ready func(error)) (err error
 	return serve(ctx, cfg, srv)
 }
 
-// connect builds the S3 client and checks that the bucket answers.
+// connect builds the S3 client and checks that the bucket answers, in its own region (s3client.Validate).
 func connect(ctx context.Context, cfg *options.Config) (*s3client.Client, error) {
 	client, err := s3client.New(ctx, s3client.Options{
 		Bucket: cfg.Bucket, Region: cfg.Region, EndpointURL: cfg.EndpointURL, ForcePathStyle: cfg.ForcePathStyle,
@@ -99,9 +99,9 @@ func connect(ctx context.Context, cfg *options.Config) (*s3client.Client, error)
 	if err != nil {
 		return nil, err
 	}
-	hctx, cancel := context.WithTimeout(ctx, headBucketTimeout)
+	vctx, cancel := context.WithTimeout(ctx, validateTimeout)
 	defer cancel()
-	if err := client.HeadBucket(hctx); err != nil {
+	if err := client.Validate(vctx, cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("bucket %s is not accessible: %s (%w)", cfg.Bucket, s3client.ToErrno(err), err)
 	}
 	return client, nil

@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/s3-mounter/internal/prefetch"
 	"github.com/stowage-csi/stowage/s3-mounter/internal/upload"
@@ -71,6 +72,9 @@ type Client struct {
 	s3     *s3.Client
 	bucket string
 	opts   Options
+	// cfg and region are what s3 was built from; Validate rebuilds s3 for the bucket's region.
+	cfg    aws.Config
+	region Region
 	// throughput paces object data; nil without --maximum-throughput-gbps.
 	throughput *Throughput
 }
@@ -118,9 +122,6 @@ func New(ctx context.Context, o Options) (*Client, error) {
 		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
 		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
 	}
-	if o.Region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(o.Region))
-	}
 	if o.NoSignRequest {
 		loadOpts = append(loadOpts, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	}
@@ -131,8 +132,12 @@ func New(ctx context.Context, o Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
+	region := resolveRegion(ctx, o.Region, cfg)
+	cfg.Region = region.Name
+	if o.EndpointURL != "" && !region.UserSpecified {
+		klog.FromContext(ctx).Info("Endpoint given without a region: signing for the region chosen", "region", region.Name, "source", region.Source)
+	} else {
+		klog.FromContext(ctx).V(2).Info("Region chosen", "region", region.Name, "source", region.Source)
 	}
 	attempts := cfg.RetryMaxAttempts
 	if attempts == 0 {
@@ -145,7 +150,13 @@ func New(ctx context.Context, o Options) (*Client, error) {
 			so.RateLimiter = ratelimit.None
 		})
 	}
-	client := s3.NewFromConfig(cfg, func(so *s3.Options) {
+	return &Client{s3: newS3(cfg, o), bucket: o.Bucket, opts: o, cfg: cfg, region: region,
+		throughput: NewThroughput(o.MaxBytesPerSecond)}, nil
+}
+
+// newS3 builds the S3 client of cfg (whose region it signs for) with o's endpoint and request choices.
+func newS3(cfg aws.Config, o Options) *s3.Client {
+	return s3.NewFromConfig(cfg, func(so *s3.Options) {
 		if o.EndpointURL != "" {
 			so.BaseEndpoint = aws.String(o.EndpointURL)
 		} else {
@@ -156,6 +167,7 @@ func New(ctx context.Context, o Options) (*Client, error) {
 			}
 		}
 		so.UsePathStyle = o.ForcePathStyle
+		so.APIOptions = append(so.APIOptions, detectWrongRegion)
 		if h := requestHeaders(o); len(h) > 0 {
 			so.APIOptions = append(so.APIOptions, setHeaders(h))
 		}
@@ -163,7 +175,43 @@ func New(ctx context.Context, o Options) (*Client, error) {
 			so.APIOptions = append(so.APIOptions, userAgentPrefix(o.UserAgentPrefix))
 		}
 	})
-	return &Client{s3: client, bucket: o.Bucket, opts: o, throughput: NewThroughput(o.MaxBytesPerSecond)}, nil
+}
+
+// Region is the region requests are signed for.
+func (c *Client) Region() Region { return c.region }
+
+// Validate lists the mounted prefix once, as mount-s3 does before it mounts (so a policy that grants only
+// the prefix is enough). When S3 answers that the bucket is in another region and the region was not
+// the user's choice, it moves the client to the bucket's region for good and lists again: mount-s3's
+// redirect. With --endpoint-url the endpoint stays and only the signing region follows, as mount-s3's
+// endpoint configuration keeps the URL when it changes the region. Validate runs before the client is
+// shared: it replaces the SDK client in place.
+func (c *Client) Validate(ctx context.Context, prefix string) error {
+	err := c.listEmpty(ctx, prefix)
+	var wrong *WrongRegionError
+	if !errors.As(err, &wrong) {
+		return err
+	}
+	if c.region.UserSpecified {
+		return fmt.Errorf("bucket %s is in region %s, not %s (from %s, which is not corrected): %w",
+			c.bucket, wrong.Region, c.region.Name, c.region.Source, err)
+	}
+	klog.FromContext(ctx).Info("Bucket is in another region; redirecting", "bucket", c.bucket,
+		"region", wrong.Region, "tried", c.region.Name, "triedFrom", c.region.Source)
+	c.cfg.Region = wrong.Region
+	c.region = Region{Name: wrong.Region, Source: "the bucket's redirect from " + c.region.Name}
+	c.s3 = newS3(c.cfg, c.opts)
+	if err := c.listEmpty(ctx, prefix); err != nil {
+		return fmt.Errorf("bucket %s in region %s: %w", c.bucket, wrong.Region, err)
+	}
+	return nil
+}
+
+// listEmpty sends a ListObjectsV2 for no keys under prefix: the cheapest request that checks the bucket,
+// the credentials and the region together.
+func (c *Client) listEmpty(ctx context.Context, prefix string) error {
+	_, err := c.s3.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &prefix, MaxKeys: aws.Int32(0)})
+	return err
 }
 
 func maxAttemptsFromEnv() int {
@@ -189,12 +237,6 @@ func userAgentPrefix(prefix string) func(*middleware.Stack) error {
 // CPU cost of writing; Mountpoint's CRT client signs uploads the same way.
 func unsignedPayload(o *s3.Options) {
 	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
-}
-
-// HeadBucket checks that the bucket exists and is reachable with the configured credentials.
-func (c *Client) HeadBucket(ctx context.Context) error {
-	_, err := c.s3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: &c.bucket})
-	return err
 }
 
 // Head returns an object's metadata.

@@ -74,7 +74,7 @@ func TestThrottlingAndServerErrorsAreRetried(t *testing.T) {
 	isolate(t, map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "us-east-1"})
 	rec := &recorder{statuses: []int{503, 500, 503}}
 	c := newTestClient(t, rec, Options{})
-	if err := c.HeadBucket(context.Background()); err != nil {
+	if err := c.listEmpty(context.Background(), ""); err != nil {
 		t.Fatalf("HeadBucket after three retryable failures: %v", err)
 	}
 	if rec.count() != 4 {
@@ -86,7 +86,7 @@ func TestAWSMaxAttemptsBoundsRetries(t *testing.T) {
 	isolate(t, map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "us-east-1", "AWS_MAX_ATTEMPTS": "2"})
 	rec := &recorder{statuses: []int{503, 503, 503, 503}}
 	c := newTestClient(t, rec, Options{})
-	err := c.HeadBucket(context.Background())
+	err := c.listEmpty(context.Background(), "")
 	if err == nil {
 		t.Fatal("HeadBucket succeeded although every attempt failed")
 	}
@@ -109,7 +109,7 @@ func TestCredentialsComeFromTheSharedFilesAndProfile(t *testing.T) {
 	t.Setenv("AWS_PROFILE", "csi")
 	rec := &recorder{}
 	c := newTestClient(t, rec, Options{UserAgentPrefix: "s3-csi-driver/2.0"})
-	if err := c.HeadBucket(context.Background()); err != nil {
+	if err := c.listEmpty(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	req := rec.requests[0]
@@ -129,7 +129,7 @@ func TestNoSignRequestSendsNoSignature(t *testing.T) {
 	isolate(t, map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK", "AWS_REGION": "us-east-1"})
 	rec := &recorder{}
 	c := newTestClient(t, rec, Options{NoSignRequest: true})
-	if err := c.HeadBucket(context.Background()); err != nil {
+	if err := c.listEmpty(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if auth := rec.requests[0].Header.Get("Authorization"); auth != "" {

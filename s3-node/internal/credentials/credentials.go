@@ -179,7 +179,7 @@ func (w *writer) pod(r Request) {
 	w.env["AWS_EC2_METADATA_DISABLED"] = "true"
 	if r.RoleARN != "" {
 		if r.STSRegion == "" {
-			w.err = errors.New("authenticationSource pod with IRSA needs an STS region: set the volume attribute stsRegion, the mount option region, or AWS_REGION on the node plugin")
+			w.err = errors.New("authenticationSource pod with IRSA needs an STS region: set the volume attribute stsRegion, the mount option region, or AWS_REGION on the node plugin, or let the node reach IMDS")
 			return
 		}
 		w.env["AWS_ROLE_ARN"] = r.RoleARN

@@ -44,6 +44,9 @@ type Options struct {
 	NodeEnv map[string]string
 	// PodIdentityAgentURI is EKS_POD_IDENTITY_AGENT_CONTAINER_CREDENTIALS_FULL_URI.
 	PodIdentityAgentURI string
+	// InstanceRegion is the node's region from IMDS, the STS region's last source; nil: the SDK's IMDS
+	// as the process environment configures it.
+	InstanceRegion *credentials.InstanceRegion
 }
 
 // Driver serves CSI.
@@ -54,7 +57,12 @@ type Driver struct {
 }
 
 // New returns a driver.
-func New(opts Options) *Driver { return &Driver{opts: opts} }
+func New(opts Options) *Driver {
+	if opts.InstanceRegion == nil {
+		opts.InstanceRegion = credentials.NewInstanceRegion("")
+	}
+	return &Driver{opts: opts}
+}
 
 // Run serves the identity and node services on the endpoint until ctx ends. Requests are logged by type
 // only: they carry service account tokens in their volume context.

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -85,11 +86,9 @@ func (d *Driver) credentials(p *publish, att *s3api.MountpointS3PodAttachment, m
 				return nil, err
 			}
 		}
-		region := p.vc.stsRegion
-		for _, r := range []string{p.args["--region"], d.opts.NodeEnv["AWS_REGION"], d.opts.NodeEnv["AWS_DEFAULT_REGION"]} {
-			if region == "" {
-				region = r
-			}
+		region, err := d.stsRegion(ctx, p, att)
+		if err != nil {
+			return nil, err
 		}
 		credEnv, err := credentials.Write(credentials.Request{
 			CommDir: d.opts.Mounter.Paths().CommDir(string(pod.UID)), MountpointPodUID: string(pod.UID), VolumeID: p.volumeID,
@@ -105,6 +104,26 @@ func (d *Driver) credentials(p *publish, att *s3api.MountpointS3PodAttachment, m
 		}
 		return mergeEnv(p.vc.userEnv, optEnv, d.opts.NodeEnv, credEnv), nil
 	}
+}
+
+// stsRegion is the region of a workload's STS calls in upstream's order: the volume attribute stsRegion, the
+// mount option region, the node plugin's AWS_REGION and AWS_DEFAULT_REGION, then the node's own region from
+// IMDS. Only pod-level IRSA needs one, so only then is IMDS asked; "" otherwise.
+func (d *Driver) stsRegion(ctx context.Context, p *publish, att *s3api.MountpointS3PodAttachment) (string, error) {
+	for _, r := range []string{p.vc.stsRegion, p.args["--region"], d.opts.NodeEnv["AWS_REGION"], d.opts.NodeEnv["AWS_DEFAULT_REGION"]} {
+		if r != "" {
+			return r, nil
+		}
+	}
+	if p.vc.authSource != s3api.AuthenticationSourcePod || att.Spec.WorkloadServiceAccountIAMRoleARN == "" {
+		return "", nil
+	}
+	region, err := d.opts.InstanceRegion.Get(ctx)
+	if err != nil {
+		return "", fmt.Errorf("authenticationSource pod with IRSA needs an STS region: set the volume attribute stsRegion, the mount option region, or AWS_REGION on the node plugin (%w)", err)
+	}
+	klog.FromContext(ctx).V(4).Info("STS region from the node's instance metadata", "region", region)
+	return region, nil
 }
 
 // driverCredentials are ignored with pod authentication: a workload never gets the driver's identity.
