@@ -240,6 +240,13 @@ func (d *Driver) Volumes() []Volume {
 	return out
 }
 
+// SetCapacity changes GetCapacity's answer, as a volume made or deleted outside the test's view would.
+func (d *Driver) SetCapacity(bytes int64) {
+	d.mu.Lock()
+	d.opts.Capacity = bytes
+	d.mu.Unlock()
+}
+
 // AddVolume puts a volume into the driver as if it had been created earlier (a pre-provisioned PV's
 // volume) and returns it.
 func (d *Driver) AddVolume(name string, capacity int64) Volume {

@@ -229,6 +229,8 @@ func (s controller) GetCapacity(context.Context, *csi.GetCapacityRequest) (*csi.
 	if err := s.d.requireCap(csi.ControllerServiceCapability_RPC_GET_CAPACITY); err != nil {
 		return nil, err
 	}
+	s.d.mu.Lock()
+	defer s.d.mu.Unlock()
 	return &csi.GetCapacityResponse{AvailableCapacity: s.d.opts.Capacity}, nil
 }
 

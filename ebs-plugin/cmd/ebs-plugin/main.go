@@ -81,7 +81,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.BoolVar(&ignoredBool, "logtostderr", true, "Accepted for compatibility and without effect: logs always go to stderr. Warned about when set.")
 	fs.StringVar(&cfg.UserAgentExtra, "user-agent-extra", "", "Extra string appended to the EC2 user agent.")
 	fs.BoolVar(&cfg.AWSSDKDebugLog, "aws-sdk-debug-log", false, "Log every EC2 request and response, with bodies, and every retry.")
-	fs.Var(&repeated{values: &cfg.ExtraTags}, "extra-tags", "Tags added to every volume and snapshot, as key1=value1,key2=value2; values are templates. Repeated flags merge (a later key wins).")
+	fs.Var(&repeated{values: &cfg.ExtraTags}, "extra-tags", "Tags added to every volume and snapshot, as key1=value1,key2=value2, taken as written (class tags override them). Repeated flags merge (a later key wins).")
 	fs.StringVar(&cfg.KubernetesClusterID, "k8s-tag-cluster-id", "", "Cluster ID for the kubernetes.io/cluster/<id>=owned tags.")
 	fs.StringVar(&ignoredString, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags. Warned about when set.")
 	fs.BoolVar(&cfg.WarnOnInvalidTag, "warn-on-invalid-tag", false, "Log and skip invalid tags instead of failing the request.")

@@ -2,9 +2,7 @@ package driver
 
 import (
 	"context"
-	"fmt"
 	"maps"
-	"strconv"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -116,46 +114,16 @@ func volumeSize(r *csi.CapacityRange) (int64, error) {
 	return size, nil
 }
 
-// volumeTags builds every tag of a new volume; user-supplied ones cannot override the driver's.
+// volumeTags builds every tag of a new volume: the class's templates rendered with the volume's data over the
+// literal --extra-tags, in upstream's order (params.VolumeTags).
 func (d *Driver) volumeTags(ctx context.Context, name string, vp *params.Volume) (map[string]string, error) {
 	data := params.VolumeTemplateData{PVCName: vp.PVCName, PVCNamespace: vp.PVCNamespace, PVName: vp.PVName}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volume", name))
-	// --extra-tags values are templates too, rendered with the volume's data; class tags override them.
-	tags, err := params.RenderTagsWarnOnly(ctx, params.ExtraTagSpecs(d.opts.ExtraTags), data, d.opts.WarnOnInvalidTag)
-	if err != nil {
-		return nil, fmt.Errorf("--extra-tags: %w", err)
-	}
 	classTags, err := params.RenderTagsWarnOnly(ctx, vp.TagSpecs, data, d.opts.WarnOnInvalidTag)
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(tags, classTags)
-	tags[params.TagCSIVolumeName] = name
-	tags[params.TagCluster] = "true"
-	if id := d.opts.KubernetesClusterID; id != "" {
-		tags["kubernetes.io/cluster/"+id] = "owned"
-		tags["KubernetesCluster"] = id
-		tags[params.TagClusterName] = id
-		if _, set := tags["Name"]; !set {
-			tags["Name"] = id + "-dynamic-" + name
-		}
-	}
-	if vp.PVCName != "" {
-		tags[params.TagPVCName] = vp.PVCName
-	}
-	if vp.PVCNamespace != "" {
-		tags[params.TagPVCNamespace] = vp.PVCNamespace
-	}
-	if vp.PVName != "" {
-		tags[params.TagPVName] = vp.PVName
-	}
-	if vp.IOPSPerGB > 0 {
-		tags[params.TagIOPSPerGB] = strconv.Itoa(int(vp.IOPSPerGB))
-	}
-	if vp.AllowIOPSIncreaseOnModify {
-		tags[params.TagAllowIOPSIncrease] = "true"
-	}
-	return tags, nil
+	return params.VolumeTags(name, vp, params.TagFlags{ClusterID: d.opts.KubernetesClusterID, Extra: d.opts.ExtraTags}, classTags), nil
 }
 
 // pickZone takes the first preferred, then the first requisite topology with a zone; without topology, the

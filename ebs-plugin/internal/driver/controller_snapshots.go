@@ -33,13 +33,9 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 		VolumeSnapshotNamespace: sp.VolumeSnapshotNamespace, VolumeSnapshotContentName: sp.VolumeSnapshotContentName}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("snapshot", name))
 	// --warn-on-invalid-tag applies to snapshot classes as to storage classes, as upstream.
-	tags, err := params.RenderTagsWarnOnly(ctx, sp.TagSpecs, data, d.opts.WarnOnInvalidTag)
+	classTags, err := params.RenderTagsWarnOnly(ctx, sp.TagSpecs, data, d.opts.WarnOnInvalidTag)
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "parameters: %v", err)
-	}
-	extraTags, err := params.RenderTagsWarnOnly(ctx, params.ExtraTagSpecs(d.opts.ExtraTags), data, d.opts.WarnOnInvalidTag)
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "--extra-tags: %v", err)
 	}
 	release, ok := d.inFlight.Insert("snapshot/" + name)
 	if !ok {
@@ -71,19 +67,7 @@ func (d *Driver) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 			}
 		}
 	}
-	for k, v := range extraTags {
-		if _, set := tags[k]; !set {
-			tags[k] = v
-		}
-	}
-	tags[params.TagCluster] = "true"
-	if id := d.opts.KubernetesClusterID; id != "" {
-		tags["kubernetes.io/cluster/"+id] = "owned"
-		tags[params.TagClusterName] = id
-		if _, set := tags["Name"]; !set {
-			tags["Name"] = id + "-dynamic-" + name
-		}
-	}
+	tags := params.SnapshotTags(name, params.TagFlags{ClusterID: d.opts.KubernetesClusterID, Extra: d.opts.ExtraTags}, classTags)
 	opts := cloud.SnapshotOptions{Tags: tags, OutpostARN: sp.OutpostARN, FSRZones: sp.FSRZones}
 	if sp.LockMode != "" {
 		opts.Lock = &cloud.LockOptions{Mode: sp.LockMode, DurationDays: sp.LockDurationDays,

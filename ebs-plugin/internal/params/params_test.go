@@ -1,7 +1,6 @@
 package params
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"reflect"
@@ -191,8 +190,9 @@ func TestParseExtraTags(t *testing.T) {
 		{name: "repeated flags merge", flags: []string{"team=storage,env=dev", "env=prod", "owner=me"},
 			want: map[string]string{"team": "storage", "env": "prod", "owner": "me"}},
 		{name: "empty flag and empty pairs", flags: []string{"", "a=1,,"}, want: map[string]string{"a": "1"}},
-		{name: "value is a template", flags: []string{"ns={{ .PVCNamespace | toUpper }}"}, want: map[string]string{"ns": "{{ .PVCNamespace | toUpper }}"}},
-		{name: "broken template fails at start-up", flags: []string{"ns={{ .PVCNamespace"}, wantErr: "bad template"},
+		// Literal, as upstream's: what looks like a template is kept as written, broken or not.
+		{name: "value looking like a template is literal", flags: []string{"ns={{ .PVCNamespace | toUpper }}", "x={{ .PVCName"},
+			want: map[string]string{"ns": "{{ .PVCNamespace | toUpper }}", "x": "{{ .PVCName"}},
 		{name: "reserved key", flags: []string{"ok=1", "ebs.csi.aws.com/x=1"}, wantErr: "reserved"},
 		{name: "no value", flags: []string{"team"}, wantErr: "key=value"},
 	}
@@ -212,25 +212,32 @@ func TestParseExtraTags(t *testing.T) {
 	}
 }
 
-// TestExtraTagsRenderPerObject checks that --extra-tags values are rendered with each object's data, and
-// that --warn-on-invalid-tag skips a failing one (a volume field asked of a snapshot) instead of failing.
-func TestExtraTagsRenderPerObject(t *testing.T) {
-	extra, err := ParseExtraTags("team=storage,ns={{ .PVCNamespace }},snap={{ .VolumeSnapshotName | toUpper }}")
-	if err != nil {
-		t.Fatal(err)
+// Upstream's order for a new volume's and snapshot's tags: the driver's own, the cluster ID's, --extra-tags
+// as written (never templated: a value fit for a volume's template data used to fail every snapshot), then the
+// class's rendered tags. Before, the cluster ID's KubernetesCluster overrode the user's, and --extra-tags were
+// rendered as templates.
+func TestTagPrecedence(t *testing.T) {
+	flags := TagFlags{ClusterID: "prod", Extra: map[string]string{
+		"team": "storage", "tier": "flag", "KubernetesCluster": "mine", "owner": "{{ .PVCNamespace }}",
+	}}
+	vp := &Volume{PVCName: "data", PVCNamespace: "db", PVName: "pv-1", IOPSPerGB: 10}
+	class := map[string]string{"tier": "class", "Name": "named-by-class"}
+	got := VolumeTags("pv-1", vp, flags, class)
+	want := map[string]string{
+		TagCSIVolumeName: "pv-1", TagCluster: "true", TagPVCName: "data", TagPVCNamespace: "db", TagPVName: "pv-1",
+		"kubernetes.io/cluster/prod": "owned", TagClusterName: "prod", "KubernetesCluster": "mine", "Name": "named-by-class",
+		"team": "storage", "tier": "class", "owner": "{{ .PVCNamespace }}", TagIOPSPerGB: "10",
 	}
-	specs := ExtraTagSpecs(extra)
-	vol := VolumeTemplateData{PVCName: "data", PVCNamespace: "db"}
-	if _, err := RenderTagsWarnOnly(context.Background(), specs, vol, false); err == nil {
-		t.Fatal("a snapshot field in a volume's tags rendered without --warn-on-invalid-tag")
+	if !maps.Equal(got, want) {
+		t.Errorf("volume tags\n got %v\nwant %v", got, want)
 	}
-	got, err := RenderTagsWarnOnly(context.Background(), specs, vol, true)
-	if want := map[string]string{"team": "storage", "ns": "db"}; err != nil || !maps.Equal(got, want) {
-		t.Fatalf("volume tags %v, %v; want %v", got, err, want)
+	got = SnapshotTags("snap-1", flags, map[string]string{"tier": "snapclass"})
+	want = map[string]string{
+		TagCSIVolumeSnapshotName: "snap-1", TagCluster: "true", "kubernetes.io/cluster/prod": "owned", TagClusterName: "prod",
+		"Name": "prod-dynamic-snap-1", "KubernetesCluster": "mine", "team": "storage", "tier": "snapclass", "owner": "{{ .PVCNamespace }}",
 	}
-	got, err = RenderTagsWarnOnly(context.Background(), specs, SnapshotTemplateData{VolumeSnapshotName: "nightly"}, true)
-	if want := map[string]string{"team": "storage", "snap": "NIGHTLY"}; err != nil || !maps.Equal(got, want) {
-		t.Fatalf("snapshot tags %v, %v; want %v", got, err, want)
+	if !maps.Equal(got, want) {
+		t.Errorf("snapshot tags\n got %v\nwant %v", got, want)
 	}
 }
 

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"strconv"
 	"strings"
 	"text/template"
 
@@ -166,10 +167,11 @@ func RenderTagsWarnOnly(ctx context.Context, specs []string, data any, warnOnly 
 	return tags, nil
 }
 
-// ParseExtraTags parses --extra-tags values, each "k1=v1,k2=v2", into key -> value template. Values are
-// templates like a class's tagSpecification_N, rendered per volume or snapshot (see ExtraTagSpecs). Repeated
-// flags merge, a later key overriding an earlier one, as upstream's map flag does; keys and values are
-// trimmed. Keys are validated and templates parsed here, so a bad flag fails at start-up, not per volume.
+// ParseExtraTags parses --extra-tags values, each "k1=v1,k2=v2", into key -> value. Values are literal, as
+// upstream's: only class tags (tagSpecification_N) are templates, so an extra tag reads the same on every volume
+// and snapshot, and a value written for a volume's template data cannot fail a snapshot. Repeated flags merge, a
+// later key overriding an earlier one, as upstream's map flag does; keys and values are trimmed. Keys are
+// validated here, so a bad flag fails at start-up, not per volume.
 func ParseExtraTags(values ...string) (map[string]string, error) {
 	tags := map[string]string{}
 	for _, s := range values {
@@ -185,22 +187,56 @@ func ParseExtraTags(values ...string) (map[string]string, error) {
 			if err := ValidateUserTag(k, v); err != nil {
 				return nil, err
 			}
-			if _, err := template.New("tag").Funcs(templateFuncs).Parse(v); err != nil {
-				return nil, invalid("extra-tags", kv, "bad template: %v", err)
-			}
 			tags[k] = v
 		}
 	}
 	return tags, nil
 }
 
-// ExtraTagSpecs turns parsed --extra-tags into "key=template" specs for RenderTags, sorted by key so the
-// rendered errors and logs are stable.
-func ExtraTagSpecs(extra map[string]string) []string {
-	specs := make([]string, 0, len(extra))
-	for k, v := range extra {
-		specs = append(specs, k+"="+v)
+// TagFlags are the driver flags that add tags to every volume and snapshot.
+type TagFlags struct {
+	ClusterID string            // --k8s-tag-cluster-id
+	Extra     map[string]string // --extra-tags, parsed
+}
+
+// VolumeTags are a new volume's tags in upstream's order, each layer overriding the one before: the driver's
+// own (name, cluster, claim and PV names), --k8s-tag-cluster-id's, --extra-tags, then the class's rendered
+// tags. User layers cannot reach the driver's keys (ValidateUserTag refuses them), so the order decides
+// between the user's layers and over the cluster ID's Name and KubernetesCluster.
+func VolumeTags(name string, vp *Volume, flags TagFlags, classTags map[string]string) map[string]string {
+	tags := map[string]string{TagCSIVolumeName: name, TagCluster: "true"}
+	for k, v := range map[string]string{TagPVCName: vp.PVCName, TagPVCNamespace: vp.PVCNamespace, TagPVName: vp.PVName} {
+		if v != "" {
+			tags[k] = v
+		}
 	}
-	sort.Strings(specs)
-	return specs
+	if id := flags.ClusterID; id != "" {
+		tags["kubernetes.io/cluster/"+id] = "owned"
+		tags["Name"] = id + "-dynamic-" + name
+		tags["KubernetesCluster"] = id
+		tags[TagClusterName] = id
+	}
+	maps.Copy(tags, flags.Extra)
+	maps.Copy(tags, classTags)
+	if vp.IOPSPerGB > 0 {
+		tags[TagIOPSPerGB] = strconv.Itoa(int(vp.IOPSPerGB))
+	}
+	if vp.AllowIOPSIncreaseOnModify {
+		tags[TagAllowIOPSIncrease] = "true"
+	}
+	return tags
+}
+
+// SnapshotTags are a new snapshot's tags in upstream's order: the driver's own, --k8s-tag-cluster-id's,
+// --extra-tags, then the snapshot class's rendered tags.
+func SnapshotTags(name string, flags TagFlags, classTags map[string]string) map[string]string {
+	tags := map[string]string{TagCSIVolumeSnapshotName: name, TagCluster: "true"}
+	if id := flags.ClusterID; id != "" {
+		tags["kubernetes.io/cluster/"+id] = "owned"
+		tags["Name"] = id + "-dynamic-" + name
+		tags[TagClusterName] = id
+	}
+	maps.Copy(tags, flags.Extra)
+	maps.Copy(tags, classTags)
+	return tags
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/stowage-csi/stowage/provisioner/internal/capacity"
+	"github.com/stowage-csi/stowage/shared/csiconn"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 )
 
@@ -45,14 +46,24 @@ func newCapacity(ctx context.Context, cfg *Config, d leaderDeps, factory informe
 		return nil, err
 	}
 	var (
-		csiNodes storagelisters.CSINodeLister
-		nodes    corelisters.NodeLister
+		csiNodes    storagelisters.CSINodeLister
+		nodes       corelisters.NodeLister
+		nodeSegment map[string]string
 	)
-	if d.caps.Topology {
+	if d.nodeName != "" {
+		// As upstream: a node's provisioner publishes its own node's segment, as its driver reports it.
+		info, err := csiconn.Call(ctx, d.env.Flags.Timeout, csi.NewNodeClient(d.env.CSI.GRPC()).NodeGetInfo, &csi.NodeGetInfoRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("--enable-capacity with --node-deployment: NodeGetInfo: %w", err)
+		}
+		if segs := info.GetAccessibleTopology().GetSegments(); len(segs) > 0 {
+			nodeSegment = segs
+		}
+	} else if d.caps.Topology {
 		csiNodes, nodes = factory.Storage().V1().CSINodes().Lister(), factory.Core().V1().Nodes().Lister()
 	}
 	ctrl, err := capacity.New(capacity.Config{
-		Driver: d.driver, Namespace: ns, NodeName: d.nodeName, Owner: owner,
+		Driver: d.driver, Namespace: ns, NodeName: d.nodeName, NodeSegment: nodeSegment, Owner: owner,
 		PollInterval: cfg.CapacityPollInterval, Timeout: d.env.Flags.Timeout,
 		ForImmediateBinding: cfg.CapacityForImmediateBinding, HasTopology: d.caps.Topology,
 	}, kube, csi.NewControllerClient(d.env.CSI.GRPC()), factory.Storage().V1().StorageClasses().Lister(),

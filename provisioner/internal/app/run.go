@@ -58,15 +58,15 @@ func lead(ctx context.Context, cfg *Config, d leaderDeps) error {
 	if err != nil {
 		return err
 	}
-	ctrl, err := newController(cfg, d, c, vac, journal)
-	if err != nil {
-		return err
-	}
 	var capCtrl *capacity.Controller
 	if cfg.EnableCapacity {
 		if capCtrl, err = newCapacity(ctx, cfg, d, factory); err != nil {
 			return err
 		}
+	}
+	ctrl, err := newController(cfg, d, c, vac, journal, capCtrl)
+	if err != nil {
+		return err
 	}
 
 	factory.Start(ctx.Done())
@@ -191,9 +191,13 @@ func newCaches(factory informers.SharedInformerFactory, d leaderDeps) (caches, e
 	return c, nil
 }
 
-// newController builds the Provisioner and the controller that feeds it from c, with its three queues; vac says
+// newController builds the Provisioner and the controller that feeds it from c, with its three queues, telling capCtrl (if any) of volume changes; vac says
 // whether it reads the VolumeAttributesClasses claims name or ignores them.
-func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *provision.Journal) (*controller.Controller, error) {
+func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *provision.Journal, capCtrl *capacity.Controller) (*controller.Controller, error) {
+	var refresher provision.CapacityRefresher
+	if capCtrl != nil {
+		refresher = capCtrl
+	}
 	p := provision.New(provision.Config{
 		DriverName:                     d.driver,
 		Identity:                       fmt.Sprintf("%d-%d-%s", time.Now().UnixMilli(), rand.IntN(10000), d.driver),
@@ -216,6 +220,7 @@ func newController(cfg *Config, d leaderDeps, c caches, vac vacUse, journal *pro
 		Claims: c.claims.Lister(), Volumes: c.volumes.Lister(), Classes: c.classes.Lister(),
 		CSINodes: c.csiNodes, Nodes: c.nodes, Attachments: c.attachments.Lister(),
 		Recorder: d.env.Events, Metrics: metrics.New(d.env.Metrics.Registerer()), Journal: journal,
+		Capacity: refresher,
 	})
 	var queues controller.Queues
 	for name, q := range map[string]*workqueue.Queue[string]{"claims": &queues.Claims, "volumes": &queues.Volumes, "clone-sources": &queues.CloneSources} {

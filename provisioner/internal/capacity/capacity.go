@@ -42,8 +42,12 @@ type CapacityClient interface {
 type Config struct {
 	Driver    string
 	Namespace string
-	// NodeName is set with --node-deployment: objects are then labelled managed-by external-provisioner-<node>.
+	// NodeName is set with --node-deployment: objects are then labelled managed-by external-provisioner-<node>
+	// (shortened to a valid label value as upstream shortens it, ManagedBy), and only NodeSegment is published.
 	NodeName string
+	// NodeSegment is, under --node-deployment, the node's own segment as its driver reports it (NodeGetInfo);
+	// nil when the driver reports none.
+	NodeSegment map[string]string
 	// Owner, when set, becomes every object's owner reference (--capacity-ownerref-level).
 	Owner               *metav1.OwnerReference
 	PollInterval        time.Duration
@@ -61,6 +65,10 @@ type Controller struct {
 	csiNodes storagelisters.CSINodeLister
 	nodes    corelisters.NodeLister
 	kick     chan struct{}
+	// refresh signals that targets holds (class, segment) pairs to refresh before the next poll (refresh.go).
+	refresh chan struct{}
+	mu      sync.Mutex
+	targets targets
 
 	goal, current, obsolete prometheus.Gauge
 }
@@ -69,7 +77,8 @@ type Controller struct {
 func New(cfg Config, kube kubernetes.Interface, c CapacityClient, classes storagelisters.StorageClassLister,
 	csiNodes storagelisters.CSINodeLister, nodes corelisters.NodeLister, reg prometheus.Registerer) (*Controller, error) {
 	ctrl := &Controller{
-		cfg: cfg, kube: kube, csi: c, classes: classes, csiNodes: csiNodes, nodes: nodes, kick: make(chan struct{}, 1),
+		cfg: cfg, kube: kube, csi: c, classes: classes, csiNodes: csiNodes, nodes: nodes,
+		kick: make(chan struct{}, 1), refresh: make(chan struct{}, 1),
 		goal:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "csistoragecapacities_desired_goal", Help: "Number of CSIStorageCapacity objects that are supposed to be managed automatically."}),
 		current:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "csistoragecapacities_desired_current", Help: "Number of CSIStorageCapacity objects that exist and are supposed to be managed automatically."}),
 		obsolete: prometheus.NewGauge(prometheus.GaugeOpts{Name: "csistoragecapacities_obsolete", Help: "Number of CSIStorageCapacity objects that exist and will be deleted automatically."}),
@@ -92,28 +101,40 @@ func (c *Controller) Kick() {
 	}
 }
 
-// Run reconciles every poll interval and on Kick until ctx ends; threads GetCapacity calls run in parallel.
+// Run reconciles every poll interval and on Kick, and refreshes what Refresh named in between, until ctx ends;
+// threads GetCapacity calls run in parallel.
 func (c *Controller) Run(ctx context.Context, threads int) {
 	logger := klog.FromContext(ctx).WithName("capacity")
 	ctx = klog.NewContext(ctx, logger)
 	t := time.NewTicker(c.cfg.PollInterval)
 	defer t.Stop()
+	full := true
 	for {
-		if err := c.Reconcile(ctx, threads); err != nil {
+		var err error
+		if full {
+			err = c.Reconcile(ctx, threads)
+		} else {
+			err = c.refreshTargets(ctx, threads)
+		}
+		if err != nil {
 			logger.Error(err, "Updating CSIStorageCapacity objects failed; retrying at the next poll")
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			full = true
 		case <-c.kick:
+			full = true
+		case <-c.refresh:
+			full = false
 		}
 	}
 }
 
 func (c *Controller) managedBy() string {
 	if c.cfg.NodeName != "" {
-		return managedByValue + "-" + c.cfg.NodeName
+		return ManagedBy(c.cfg.NodeName)
 	}
 	return managedByValue
 }
@@ -146,10 +167,33 @@ func (c *Controller) Reconcile(ctx context.Context, threads int) error {
 	if err != nil {
 		return err
 	}
+	existing, obsolete, err := c.existing(ctx, wants)
+	if err != nil {
+		return err
+	}
+	c.goal.Set(float64(len(wants)))
+	c.current.Set(float64(len(existing)))
+	c.obsolete.Set(float64(len(obsolete)))
+
+	errs := c.syncAll(ctx, threads, wants, existing)
+	for _, o := range obsolete {
+		if err := c.kube.StorageV1().CSIStorageCapacities(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("delete obsolete CSIStorageCapacity %s: %w", o.Name, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d capacity updates failed, first: %w", len(errs), len(wants)+len(obsolete), errs[0])
+	}
+	return nil
+}
+
+// existing reads the objects this controller manages: the one kept for each wanted (class, segment), and the
+// obsolete ones (wanted by nothing, or a second object for the same pair).
+func (c *Controller) existing(ctx context.Context, wants []want) (map[string]*storagev1.CSIStorageCapacity, []*storagev1.CSIStorageCapacity, error) {
 	sel := labels.SelectorFromSet(labels.Set{LabelDriverName: c.cfg.Driver, LabelManagedBy: c.managedBy()})
 	list, err := c.kube.StorageV1().CSIStorageCapacities(c.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
-		return fmt.Errorf("list CSIStorageCapacity objects: %w", err)
+		return nil, nil, fmt.Errorf("list CSIStorageCapacity objects: %w", err)
 	}
 	existing := map[string]*storagev1.CSIStorageCapacity{}
 	var obsolete []*storagev1.CSIStorageCapacity
@@ -170,10 +214,11 @@ func (c *Controller) Reconcile(ctx context.Context, threads int) error {
 		}
 		existing[k] = o
 	}
-	c.goal.Set(float64(len(wants)))
-	c.current.Set(float64(len(existing)))
-	c.obsolete.Set(float64(len(obsolete)))
+	return existing, obsolete, nil
+}
 
+// syncAll syncs wants, threads at a time, and returns the errors.
+func (c *Controller) syncAll(ctx context.Context, threads int, wants []want, existing map[string]*storagev1.CSIStorageCapacity) []error {
 	var (
 		mu   sync.Mutex
 		errs []error
@@ -192,15 +237,7 @@ func (c *Controller) Reconcile(ctx context.Context, threads int) error {
 		})
 	}
 	wg.Wait()
-	for _, o := range obsolete {
-		if err := c.kube.StorageV1().CSIStorageCapacities(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("delete obsolete CSIStorageCapacity %s: %w", o.Name, err))
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%d of %d capacity updates failed, first: %w", len(errs), len(wants)+len(obsolete), errs[0])
-	}
-	return nil
+	return errs
 }
 
 // desired lists the (class, segment) pairs to publish.
@@ -210,7 +247,11 @@ func (c *Controller) desired() ([]want, error) {
 		return nil, err
 	}
 	segments := []map[string]string{nil}
-	if c.cfg.HasTopology {
+	switch {
+	case c.cfg.NodeName != "":
+		// A node's provisioner speaks for its own node's driver only, as upstream's does.
+		segments = []map[string]string{c.cfg.NodeSegment}
+	case c.cfg.HasTopology:
 		if segments, err = provision.TopologySegments(c.cfg.Driver, c.csiNodes, c.nodes); err != nil {
 			return nil, err
 		}

@@ -99,6 +99,10 @@ func (p *Provisioner) SyncVolume(ctx context.Context, pv *v1.PersistentVolume) (
 	}
 	p.setDeleteStage(pv, stageVolumeDeleted)
 	logger.V(2).Info("Deleted volume", "volumeID", handle)
+	// As upstream, only a volume with node affinity names what it freed; one without leaves it to the poll.
+	if pv.Spec.NodeAffinity != nil {
+		p.refreshCapacity(pv.Spec.StorageClassName, pv.Spec.NodeAffinity)
+	}
 	return p.finalizePV(ctx, pv)
 }
 

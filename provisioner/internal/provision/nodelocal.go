@@ -5,9 +5,14 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/stowage-csi/stowage/shared/csiconn"
 )
 
 // Under --node-deployment every node runs a provisioner, each talking to its own node's driver: a volume may be
@@ -106,4 +111,77 @@ func matchesTerm(node *v1.Node, term v1.NodeSelectorTerm) bool {
 		}
 	}
 	return true
+}
+
+// mayTakeImmediate decides, under --node-deployment, whether this node's provisioner competes for an immediate
+// claim no node has taken, as upstream's does: not when its node is outside the class's allowedTopologies, and
+// not while its driver reports less capacity than the claim asks in every segment the volume could be made in
+// for this node. A node without room is asked again at the long retry interval, since capacity may free up and
+// no event would say so; a check that cannot be made (a failed GetCapacity, a request that cannot be built)
+// does not stop it, so provisioning itself reports the problem on the claim.
+func (p *Provisioner) mayTakeImmediate(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass) (bool, error) {
+	logger := klog.FromContext(ctx)
+	if p.cfg.Capabilities.Topology && len(class.AllowedTopologies) > 0 {
+		if err := p.nodeAllowed(class); err != nil {
+			logger.V(4).Info("Not taking the claim: this node's topology is not allowed by its StorageClass", "node", p.cfg.NodeName, "reason", err.Error())
+			return false, nil
+		}
+	}
+	if !p.cfg.Capabilities.GetCapacity {
+		return true, nil
+	}
+	size := claim.Spec.Resources.Requests[v1.ResourceStorage]
+	if size.Value() == 0 {
+		return true, nil
+	}
+	plan, err := p.planCreate(ctx, claim, class, p.volumeName(claim.UID), p.cfg.NodeName)
+	if err != nil {
+		logger.V(3).Info("Taking the claim although its capacity could not be checked", "err", err)
+		return true, nil
+	}
+	topologies := []*csi.Topology{nil}
+	if r := plan.req.GetAccessibilityRequirements(); len(r.GetRequisite()) > 0 {
+		topologies = r.Requisite
+	}
+	for _, t := range topologies {
+		resp, err := csiconn.Call(ctx, p.cfg.Timeout, p.CSI.GetCapacity, &csi.GetCapacityRequest{
+			VolumeCapabilities: plan.req.VolumeCapabilities, Parameters: plan.req.Parameters, AccessibleTopology: t,
+		})
+		if err != nil {
+			logger.V(3).Info("Taking the claim although GetCapacity failed", "err", err)
+			return true, nil
+		}
+		if size.Value() <= resp.AvailableCapacity {
+			return true, nil
+		}
+	}
+	return false, slow(fmt.Errorf("node %s has less than the %s the claim asks for; not taking it", p.cfg.NodeName, size.String()))
+}
+
+// nodeAllowed checks this node's segment against the class's allowedTopologies as upstream does: some
+// allowed combination must be a subset of the node's segment.
+func (p *Provisioner) nodeAllowed(class *storagev1.StorageClass) error {
+	csiNode, err := p.csiNodes.Get(p.cfg.NodeName)
+	if err != nil {
+		return fmt.Errorf("get CSINode %s: %w", p.cfg.NodeName, err)
+	}
+	keys, ok := p.topologyKeys(csiNode)
+	if !ok || len(keys) == 0 {
+		return fmt.Errorf("driver %s has no topology keys on node %s", p.cfg.DriverName, p.cfg.NodeName)
+	}
+	node, err := p.nodes.Get(p.cfg.NodeName)
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", p.cfg.NodeName, err)
+	}
+	mine, err := nodeSegment(node, keys)
+	if err != nil {
+		return err
+	}
+	allowed := flattenAllowed(class.AllowedTopologies)
+	for _, a := range allowed {
+		if a.subsetOf(mine) {
+			return nil
+		}
+	}
+	return fmt.Errorf("segment %v is in none of %v", mine, allowed)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/codes"
 	v1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -102,6 +104,67 @@ func TestNodeDeploymentCleansUpOnlyItsNodesClaims(t *testing.T) {
 			}
 			if tc.wantCreates == 0 && len(h.actions()) != 0 {
 				t.Errorf("another node's claim was written: %q", h.actions())
+			}
+		})
+	}
+}
+
+// Under --node-deployment with immediate binding, upstream's node provisioners compete for a claim only when
+// their node is in the class's allowedTopologies and their driver reports room for it in a segment the volume
+// could be made in for that node; before, every node took claims it could never provision, and the claim failed
+// on the node that won the race.
+func TestNodeDeploymentImmediateChecksTopologyAndCapacity(t *testing.T) {
+	allowed := func(zones ...string) func(*storagev1.StorageClass) {
+		return func(c *storagev1.StorageClass) {
+			c.AllowedTopologies = []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: "zone", Values: zones}}}}
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		class     *storagev1.StorageClass
+		noGetCap  bool
+		available map[string]int64
+		capErr    error
+		wantTaken bool
+		wantSlow  bool
+		wantCalls []string // the zones GetCapacity was asked about
+	}{
+		{name: "node outside allowedTopologies", class: testutil.Class("fast", nil, allowed("b")), available: map[string]int64{"a": 2 << 30}},
+		{name: "node in allowedTopologies with room", class: testutil.Class("fast", nil, allowed("b", "a")), available: map[string]int64{"a": 2 << 30},
+			wantTaken: true, wantCalls: []string{"a"}},
+		{name: "no room in any segment", class: testutil.Class("fast", nil), available: map[string]int64{"a": 512 << 20}, wantSlow: true, wantCalls: []string{"a", "b"}},
+		{name: "room in the second segment", class: testutil.Class("fast", nil), available: map[string]int64{"b": 1 << 30}, wantTaken: true, wantCalls: []string{"a", "b"}},
+		{name: "GetCapacity fails: taken", class: testutil.Class("fast", nil), capErr: testutil.Code(codes.Unavailable), wantTaken: true, wantCalls: []string{"a"}},
+		{name: "driver without GET_CAPACITY: taken unasked", class: testutil.Class("fast", nil), noGetCap: true, wantTaken: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := defaultConfig()
+			cfg.NodeName, cfg.NodeDeploymentImmediateBinding = "n1", true
+			cfg.Capabilities.Topology, cfg.Capabilities.GetCapacity = true, !tc.noGetCap
+			n1, cn1 := testutil.Node("n1", map[string]string{"zone": "a"}, "zone")
+			n2, cn2 := testutil.Node("n2", map[string]string{"zone": "b"}, "zone")
+			claim := testutil.Claim("ns", "data", uid, "fast", "1Gi")
+			h := newHarness(t, cfg, claim, tc.class, n1, cn1, n2, cn2)
+			h.csi.Available, h.csi.CapacityErr = tc.available, tc.capErr
+			err := h.p.SyncClaim(context.Background(), claim.DeepCopy())
+			if (err != nil) != tc.wantSlow || (err != nil && !IsSlow(err)) {
+				t.Fatalf("SyncClaim: %v, want a slow retry: %v", err, tc.wantSlow)
+			}
+			if got := h.claim(t, "ns", "data").Annotations[annSelectedNode]; (got == "n1") != tc.wantTaken {
+				t.Errorf("selected-node %q, want taken: %v", got, tc.wantTaken)
+			}
+			var zones []string
+			for _, r := range h.csi.CapacityReqs {
+				zones = append(zones, r.GetAccessibleTopology().GetSegments()["zone"])
+				if r.Parameters == nil || len(r.VolumeCapabilities) != 1 {
+					t.Errorf("GetCapacity request %v is not the one CreateVolume would get", r)
+				}
+			}
+			if !equal(zones, tc.wantCalls) {
+				t.Errorf("GetCapacity asked for zones %q, want %q", zones, tc.wantCalls)
+			}
+			if len(h.csi.Creates) != 0 {
+				t.Error("CreateVolume before the claim was taken")
 			}
 		})
 	}

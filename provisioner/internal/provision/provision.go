@@ -179,8 +179,12 @@ func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeC
 		return "", false, nil
 	}
 	if p.cfg.NodeName != "" && selectedNode == "" && p.cfg.NodeDeploymentImmediateBinding {
-		// --node-deployment with immediate binding: every node's provisioner races to take the claim; the
-		// resourceVersion guard lets exactly one write win, the others see the winner's node and step aside.
+		// --node-deployment with immediate binding: every node's provisioner that could make the volume
+		// (nodelocal.go) races to take the claim; the resourceVersion guard lets exactly one write win, the
+		// others see the winner's node and step aside.
+		if take, err := p.mayTakeImmediate(ctx, claim, class); !take {
+			return "", false, err
+		}
 		_, err := p.mutateClaim(ctx, claim, func(c *v1.PersistentVolumeClaim) {
 			metav1.SetMetaDataAnnotation(&c.ObjectMeta, annSelectedNode, p.cfg.NodeName)
 		})
@@ -237,12 +241,18 @@ func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeC
 
 	resp, err := p.createVolume(ctx, plan.req)
 	if err != nil {
+		// A failed attempt may still have used space, and the scheduler's next pick should see the class's
+		// capacity as it is now.
+		p.refreshCapacity(class.Name, nil)
 		return p.createFailed(ctx, claim, class, selectedNode, err)
 	}
 	vol := resp.GetVolume()
 	if vol == nil || vol.VolumeId == "" {
 		return fmt.Errorf("CreateVolume for %s returned no volume ID", volName)
 	}
+	// The new volume took space in its segments (or, with no topology, in its class's pool) now, not at the
+	// next poll.
+	p.refreshCapacity(class.Name, nodeAffinity(vol.AccessibleTopology))
 	if err := p.checkCapacity(ctx, claim, plan, vol); err != nil {
 		return err
 	}

@@ -20,9 +20,11 @@ import (
 )
 
 // CSIController is the part of the CSI controller service the provisioner calls; csi.ControllerClient has it.
+// GetCapacity is called only under --node-deployment, before taking an immediate claim.
 type CSIController interface {
 	CreateVolume(ctx context.Context, in *csi.CreateVolumeRequest, opts ...grpc.CallOption) (*csi.CreateVolumeResponse, error)
 	DeleteVolume(ctx context.Context, in *csi.DeleteVolumeRequest, opts ...grpc.CallOption) (*csi.DeleteVolumeResponse, error)
+	GetCapacity(ctx context.Context, in *csi.GetCapacityRequest, opts ...grpc.CallOption) (*csi.GetCapacityResponse, error)
 }
 
 // Capabilities are the driver's controller capabilities that change what the provisioner does, probed once at
@@ -81,6 +83,22 @@ type Deps struct {
 	Metrics     *metrics.Metrics
 	// Journal is the journal (journal.go); provisioning refuses to call CreateVolume without one.
 	Journal *Journal
+	// Capacity, with --enable-capacity, is told of every volume made or deleted and every failed CreateVolume;
+	// nil without.
+	Capacity CapacityRefresher
+}
+
+// CapacityRefresher refreshes the published capacity a volume change may have changed: that of the segments of
+// the node affinity, or with none, that of class.
+type CapacityRefresher interface {
+	Refresh(class string, affinity *v1.VolumeNodeAffinity)
+}
+
+// refreshCapacity tells the capacity controller, if any, about a volume change.
+func (p *Provisioner) refreshCapacity(class string, affinity *v1.VolumeNodeAffinity) {
+	if p.Capacity != nil {
+		p.Capacity.Refresh(class, affinity)
+	}
 }
 
 // Provisioner provisions and deletes the volumes of one CSI driver. Its Sync methods are safe for concurrent use

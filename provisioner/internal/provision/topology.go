@@ -40,6 +40,16 @@ func (s segment) id() string {
 	return b.String()
 }
 
+// subsetOf reports whether every key of s has the same value in other.
+func (s segment) subsetOf(other segment) bool {
+	for k, v := range s {
+		if w, ok := other[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
 // topologyKeys returns the keys the driver registered on a CSINode; ok is false when it is not registered there.
 func (p *Provisioner) topologyKeys(n *storagev1.CSINode) ([]string, bool) {
 	for _, d := range n.Spec.Drivers {

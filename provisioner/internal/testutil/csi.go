@@ -30,7 +30,12 @@ type FakeCSI struct {
 	CreatedTopology []*csi.Topology
 	// CapacityBytes, when non-zero, is the size of new volumes instead of the requested size.
 	CapacityBytes int64
-	next          int
+	// Available is GetCapacity's answer per value of the topology key "zone" ("" for a request without
+	// topology); CapacityErr, when set, is returned instead. CapacityReqs are the requests received.
+	Available    map[string]int64
+	CapacityErr  error
+	CapacityReqs []*csi.GetCapacityRequest
+	next         int
 }
 
 // NewFakeCSI returns an empty FakeCSI.
@@ -82,6 +87,17 @@ func (f *FakeCSI) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest, 
 		delete(f.Volumes, req.VolumeId)
 	}
 	return &csi.DeleteVolumeResponse{}, nil
+}
+
+// GetCapacity implements provision.CSIController.
+func (f *FakeCSI) GetCapacity(_ context.Context, req *csi.GetCapacityRequest, _ ...grpc.CallOption) (*csi.GetCapacityResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.CapacityReqs = append(f.CapacityReqs, req)
+	if f.CapacityErr != nil {
+		return nil, f.CapacityErr
+	}
+	return &csi.GetCapacityResponse{AvailableCapacity: f.Available[req.GetAccessibleTopology().GetSegments()["zone"]]}, nil
 }
 
 // Put records an existing volume, as if an earlier CreateVolume had made it.
