@@ -67,7 +67,9 @@ func (c *callMetrics) WithLabelValues(labels map[string]string) (csimetrics.CSIM
 	return c.load().WithLabelValues(labels)
 }
 
-func (c *callMetrics) HaveAdditionalLabel(name string) bool { return c.load().HaveAdditionalLabel(name) }
+func (c *callMetrics) HaveAdditionalLabel(name string) bool {
+	return c.load().HaveAdditionalLabel(name)
+}
 
 func (c *callMetrics) WithAdditionalRegistry(g prometheus.Gatherer) csimetrics.CSIMetricsManager {
 	return c.load().WithAdditionalRegistry(g)
