@@ -42,7 +42,7 @@ stowage_extra 1
 	}
 	diffs := Compare(got, want, Options{
 		Extra:  map[string]string{"stowage_allowed": "a deliberate extra"},
-		Values: map[string][]string{"leader_election_master_status": {"name"}},
+		Values: []string{"name"},
 	})
 	wantDiffs := []string{
 		"csi_sidecar_operations_seconds: buckets [0.1 1], upstream [0.1 600]",

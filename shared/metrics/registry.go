@@ -28,16 +28,30 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry with the Go and process collectors, and a scrape handler that counts its own
-// requests (promhttp_metric_handler_requests_total, as upstream's provisioner serves).
+// requests (promhttp_metric_handler_requests_total).
 func NewRegistry() *Registry {
+	return newRegistry(collectors.NewGoCollector(), true)
+}
+
+// NewSidecarRegistry returns the registry of a sidecar whose upstream serves component-base's global
+// registry (the attacher, provisioner, resizer and csi-snapshotter): its Go collector with every runtime
+// metric (go_gc_*, go_sched_*, go_memory_classes_* ...) and its meta metrics (registered_metrics_total and
+// the like), so the go_* panels of upstream's dashboards find their series. countScrapes adds the scrape
+// handler's own promhttp_metric_handler_* series, which only upstream's provisioner serves.
+func NewSidecarRegistry(countScrapes bool) *Registry {
+	r := newRegistry(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsAll)), countScrapes)
+	r.kube.RegisterMetaMetrics()
+	return r
+}
+
+func newRegistry(goCollector prometheus.Collector, countScrapes bool) *Registry {
 	kube := k8smetrics.NewKubeRegistry()
-	kube.RawMustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	)
+	kube.RawMustRegister(goCollector, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	r := &Registry{kube: kube}
-	r.handler = promhttp.InstrumentMetricHandler(kube.Registerer(),
-		promhttp.HandlerFor(r.Gatherer(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	r.handler = promhttp.HandlerFor(r.Gatherer(), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	if countScrapes {
+		r.handler = promhttp.InstrumentMetricHandler(kube.Registerer(), r.handler)
+	}
 	return r
 }
 

@@ -91,6 +91,9 @@ type Options struct {
 	// resizer). The label's value comes from the call's context (csi-lib-utils
 	// connection.AdditionalInfo{Migrated: "true"}), "false" otherwise.
 	Migration bool
+	// CountScrapes serves promhttp_metric_handler_requests_total and _in_flight, as upstream's provisioner
+	// does (it wraps its handler in promhttp's instrumentation; the other sidecars do not).
+	CountScrapes bool
 	// EventScheme knows the types Events are recorded on; nil means client-go's built-in types.
 	EventScheme *runtime.Scheme
 	// EventSource returns the source component of the Events env.Events records, given the driver's name; Run
@@ -290,7 +293,7 @@ func warnNoEffect(logger klog.Logger, fs *flag.FlagSet, noEffect map[string]stri
 
 // newEnv builds the metrics registry, the queue metrics and the Kubernetes clients.
 func newEnv(ctx context.Context, o Options, common *flags.Common) (*Env, error) {
-	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
+	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewSidecarRegistry(o.CountScrapes)}
 	var err error
 	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
 		return nil, err
