@@ -14,26 +14,25 @@ type Options struct {
 	// short: every entry is a difference a dashboard could see.
 	Extra  map[string]string
 	Absent map[string]string
+	// Optional are families whose presence depends on timing, not on the code (a failure counter's first
+	// increment after a retried conflict): either side may lack them, and where both have them they compare.
+	Optional map[string]string
+	// ExtraValues and AbsentValues are the same for values of the Values labels, keyed "label=value".
+	ExtraValues  map[string]string
+	AbsentValues map[string]string
 	// Values are labels whose value sets must be equal too, in every family that has them (a queue's or a
 	// leader election's name, a CSI method), where the scenario makes them the same on both sides.
 	Values []string
-	// Skip leaves families out of the comparison on both sides: only for series whose presence depends on
-	// timing rather than on the code (a counter that one side happened to reach first).
-	Skip func(name string) bool
 }
 
 // Compare returns the differences between got (Stowage's scrape) and want (upstream's, or its checked-in
 // list), one line each, sorted; none means the same shape.
 func Compare(got, want Shape, o Options) []string {
 	var diffs []string
-	skip := func(name string) bool { return o.Skip != nil && o.Skip(name) }
 	for _, name := range slices.Sorted(maps.Keys(want)) {
-		if skip(name) {
-			continue
-		}
 		w := want[name]
 		g, ok := got[name]
-		if !ok && listed(o.Absent, name) {
+		if !ok && (listed(o.Absent, name) || listed(o.Optional, name)) {
 			continue
 		}
 		if !ok {
@@ -50,20 +49,39 @@ func Compare(got, want Shape, o Options) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: buckets %v, upstream %v", name, g.Buckets, w.Buckets))
 		}
 		for _, label := range o.Values {
-			if _, ok := w.Values[label]; ok && !slices.Equal(g.Values[label], w.Values[label]) {
-				diffs = append(diffs, fmt.Sprintf("%s: %s values %q, upstream %q", name, label, g.Values[label], w.Values[label]))
+			if _, ok := w.Values[label]; ok {
+				diffs = append(diffs, compareValues(name, label, g.Values[label], w.Values[label], o)...)
 			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(got)) {
-		if _, ok := want[name]; ok || skip(name) {
+		if _, ok := want[name]; ok {
 			continue
 		}
-		if !listed(o.Extra, name) {
+		if !listed(o.Extra, name) && !listed(o.Optional, name) {
 			diffs = append(diffs, fmt.Sprintf("extra %s (%s, labels %v)", name, got[name].Type, got[name].LabelSets))
 		}
 	}
 	return diffs
+}
+
+// compareValues reports the values of label that one side has and the other lacks, less the allowed ones.
+func compareValues(family, label string, got, want []string, o Options) []string {
+	var missing, extra []string
+	for _, v := range want {
+		if !slices.Contains(got, v) && !listed(o.AbsentValues, label+"="+v) {
+			missing = append(missing, v)
+		}
+	}
+	for _, v := range got {
+		if !slices.Contains(want, v) && !listed(o.ExtraValues, label+"="+v) {
+			extra = append(extra, v)
+		}
+	}
+	if len(missing) == 0 && len(extra) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("%s: %s values %q, upstream %q (missing %q, extra %q)", family, label, got, want, missing, extra)}
 }
 
 // listed reports whether name is a key of list, or starts with a key ending in "*".

@@ -48,7 +48,7 @@ stowage_extra 1
 		"csi_sidecar_operations_seconds: buckets [0.1 1], upstream [0.1 600]",
 		"csi_sidecar_operations_seconds: label names [driver_name,grpc_status_code,method_name,migrated], upstream [driver_name,grpc_status_code,method_name]",
 		"extra stowage_extra (GAUGE, labels [])",
-		`leader_election_master_status: name values ["lease"], upstream [""]`,
+		`leader_election_master_status: name values ["lease"], upstream [""] (missing [""], extra ["lease"])`,
 		"missing workqueue_depth (GAUGE, labels [name])",
 	}
 	slices.Sort(diffs)
