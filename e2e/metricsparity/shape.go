@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -32,8 +33,23 @@ func Parse(text string) (Shape, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing the scrape: %w", err)
 	}
+	return fromFamilies(slices.Collect(maps.Values(families))), nil
+}
+
+// Gather is the shape of what g serves, for a reference registry built in the test process (component-base's
+// global one, which upstream's sidecars serve).
+func Gather(g prometheus.Gatherer) (Shape, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gathering: %w", err)
+	}
+	return fromFamilies(families), nil
+}
+
+func fromFamilies(families []*dto.MetricFamily) Shape {
 	shape := Shape{}
-	for name, mf := range families {
+	for _, mf := range families {
+		name := mf.GetName()
 		f := Family{Type: mf.GetType().String(), Values: map[string][]string{}}
 		sets := map[string]bool{}
 		values := map[string]map[string]bool{}
@@ -58,7 +74,7 @@ func Parse(text string) (Shape, error) {
 		}
 		shape[name] = f
 	}
-	return shape, nil
+	return shape
 }
 
 // bounds are a histogram's finite upper bounds; the parser adds no +Inf bucket, but a serializer may.
