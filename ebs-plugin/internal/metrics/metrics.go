@@ -32,7 +32,7 @@ func New() *Recorder {
 	r := &Recorder{
 		registry: prometheus.NewRegistry(),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "aws_ebs_csi_api_request_duration_seconds",
+			Name: "aws_ebs_csi_api_request_duration_seconds",
 			Help: "Latency of successful EC2 API attempts, retries each timed on their own.",
 			// Upstream registers this histogram without buckets, which is Prometheus' default set.
 			Buckets: prometheus.DefBuckets,
