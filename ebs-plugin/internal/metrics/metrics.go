@@ -11,12 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Operations are the EC2 calls whose duration series exist from start-up, at zero, as upstream makes them:
+// operations are the EC2 calls whose duration series exist from start-up, at zero, as upstream makes them:
 // a dashboard's per-operation panels and absent() alerts see every operation before its first call.
-var Operations = []string{
-	"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "ModifyVolume", "DescribeVolumes",
-	"DescribeVolumesModifications", "CreateSnapshot", "DeleteSnapshot", "DescribeSnapshots", "DescribeInstances",
-	"DescribeAvailabilityZones", "DescribeTags", "CreateTags", "DeleteTags", "EnableFastSnapshotRestores",
+func operations() []string {
+	return []string{
+		"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "ModifyVolume", "DescribeVolumes",
+		"DescribeVolumesModifications", "CreateSnapshot", "DeleteSnapshot", "DescribeSnapshots", "DescribeInstances",
+		"DescribeAvailabilityZones", "DescribeTags", "CreateTags", "DeleteTags", "EnableFastSnapshotRestores",
+	}
 }
 
 // Recorder records EC2 API calls, one observation per HTTP attempt as upstream counts them.
@@ -48,7 +50,7 @@ func New() *Recorder {
 	}
 	r.registry.MustRegister(r.duration, r.errors, r.throttles,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, op := range Operations {
+	for _, op := range operations() {
 		r.duration.WithLabelValues(op)
 	}
 	return r
