@@ -27,6 +27,7 @@ type Recorder struct {
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
 	throttles *prometheus.CounterVec
+	detaches  *DetachTracker
 }
 
 // New returns a Recorder with its own registry (no global state).
@@ -54,6 +55,20 @@ func New() *Recorder {
 		r.duration.WithLabelValues(op)
 	}
 	return r
+}
+
+// TrackDetaches registers the controller's EC2 collector (DetachTracker), as upstream's controller does.
+func (r *Recorder) TrackDetaches() {
+	r.detaches = newDetachTracker(DetachPendingThreshold, time.Now)
+	r.registry.MustRegister(r.detaches)
+}
+
+// Detaches is the tracker of pending detaches; nil (which records nothing) unless TrackDetaches ran.
+func (r *Recorder) Detaches() *DetachTracker {
+	if r == nil {
+		return nil
+	}
+	return r.detaches
 }
 
 // ObserveSuccess records one attempt that succeeded after d.
