@@ -67,7 +67,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, ctx context.Context, client kubernetes.Interface, name string) *fixture {
 	t.Helper()
-	f := &fixture{ctx: ctx, client: client, driver: name + ".csi.stowage.io", class: name + "-expandable"}
+	return newDriverFixture(t, ctx, client, name+".csi.stowage.io", name+"-expandable")
+}
+
+// newDriverFixture is newFixture for a driver and class named as given.
+func newDriverFixture(t *testing.T, ctx context.Context, client kubernetes.Interface, driver, class string) *fixture {
+	t.Helper()
+	f := &fixture{ctx: ctx, client: client, driver: driver, class: class}
 	drv, err := csimock.Start(ctx, csimock.Options{Name: f.driver, ControllerCaps: csimock.ControllerCapsWithModify()})
 	if err != nil {
 		t.Fatal(err)

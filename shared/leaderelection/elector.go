@@ -57,6 +57,10 @@ type Config struct {
 	// Registerer receives leader_election_master_status{name} and leader_election_slowpath_total{name} (see
 	// slowpath.go for why the latter is one counter per process); nil registers nothing.
 	Registerer prometheus.Registerer
+	// MetricName is the name label of those two metrics. Upstream's sidecars leave their elector unnamed, so
+	// they report name="" whatever the Lease; the sidecars leave this empty too, so dashboards and alerts that
+	// match on name="" keep working. Tests that run several Electors in one process name them apart.
+	MetricName string
 	// EventRecorder, if set, records leadership events on the Lease.
 	EventRecorder resourcelock.EventRecorder
 	// OnLost runs when the Lease is lost without a graceful exit. Nil means upstream's behaviour: flush logs and
@@ -111,12 +115,12 @@ func New(cfg Config) (*Elector, error) {
 		return nil, fmt.Errorf("creating the lease lock %s/%s: %w", cfg.Namespace, cfg.LockName, err)
 	}
 	e.lock = lock
-	status, err := masterStatus(cfg.Registerer, cfg.LockName)
+	status, err := masterStatus(cfg.Registerer, cfg.MetricName)
 	if err != nil {
 		return nil, err
 	}
 	e.status = status
-	if err := registerSlowpath(cfg.Registerer, cfg.LockName); err != nil {
+	if err := registerSlowpath(cfg.Registerer, cfg.MetricName); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -243,7 +247,7 @@ func (el *election) config() leaderelection.LeaderElectionConfig {
 	cfg := el.e.cfg
 	return leaderelection.LeaderElectionConfig{
 		Lock:            &trackingLock{Interface: el.e.lock, onHeld: el.held},
-		Name:            cfg.LockName,
+		Name:            cfg.MetricName, // client-go reports the slow path under this name
 		LeaseDuration:   cfg.LeaseDuration,
 		RenewDeadline:   cfg.RenewDeadline,
 		RetryPeriod:     cfg.RetryPeriod,

@@ -18,10 +18,10 @@ import (
 // process, set with leaderelection.SetProvider: only the first call takes effect, and an elector takes the
 // provider that is set when it is created. That is client-go's constraint, not a choice here: the counter
 // cannot belong to one Elector or one registry, because client-go gives the provider nothing but the Lease
-// name to tell electors apart. So the process installs one provider, once, the first time an Elector is
+// name (Config.MetricName) to tell electors apart. So the process installs one provider, once, the first time an Elector is
 // made (slowpath below), and every Elector registers that provider's counter in its own registry. In a
 // sidecar (one Elector per process) that is exactly the sidecar's count; several Electors in one process
-// (tests) share one series per Lease name, as they would in client-go's own global registry.
+// (tests) share one series per metric name, as they would in client-go's own global registry.
 //
 // The provider reports nothing else: leader_election_master_status stays per Elector (masterStatus).
 
@@ -74,7 +74,7 @@ func (m slowpathMetric) SlowpathExercised(name string) {
 }
 
 // registerSlowpath installs the provider (first call in the process) and registers its counter in reg, with
-// the series of Lease name at 0 so that it is scraped before the first slow path. A registry that has the
+// the series of name at 0 so that it is scraped before the first slow path. A registry that has the
 // counter already (a second Elector on it) is fine; one that has another collector of that name is an error.
 func registerSlowpath(reg prometheus.Registerer, name string) error {
 	p := slowpath()

@@ -47,7 +47,7 @@ func TestSlowPathRenewalIsCounted(t *testing.T) {
 	client := testutil.NewClientset() // answers a stale resourceVersion with 409, as the API server does
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(client, "a")
-	cfg.LockName, cfg.Registerer = lock, reg
+	cfg.LockName, cfg.MetricName, cfg.Registerer = lock, lock, reg
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -115,5 +115,41 @@ func TestSlowpathRegistrationRefusesAForeignCollector(t *testing.T) {
 	}
 	if n, err := promtestutil.GatherAndCount(reg, slowpathName); err != nil || n != 0 {
 		t.Errorf("%d series (%v) of the foreign collector, want it untouched", n, err)
+	}
+}
+
+// Upstream's sidecars never name their elector, so both leader-election series carry name="" whatever the
+// Lease; an Elector without a MetricName must report the same, or dashboards matching name="" see nothing.
+// The slow-path counter is one per process (other tests' names show too), so only its name="" series is required.
+func TestMetricsNameIsEmptyByDefault(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := testConfig(testutil.NewClientset(), "a")
+	cfg.Registerer = reg
+	if _, err := New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unnamed := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "name" {
+					continue
+				}
+				if l.GetValue() == "" {
+					unnamed[mf.GetName()] = true
+				} else if mf.GetName() == "leader_election_master_status" {
+					t.Errorf("%s{name=%q}, want only name=\"\" as upstream", mf.GetName(), l.GetValue())
+				}
+			}
+		}
+	}
+	for _, want := range []string{"leader_election_master_status", slowpathName} {
+		if !unnamed[want] {
+			t.Errorf("%s has no name=\"\" series", want)
+		}
 	}
 }

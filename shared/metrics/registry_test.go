@@ -40,3 +40,23 @@ func TestRegistriesAreIndependent(t *testing.T) {
 		}
 	}
 }
+
+// A sidecar's registry serves what component-base's global registry serves upstream: every Go runtime metric
+// and the registry's meta metrics; the scrape counter only where asked (upstream's provisioner alone has it).
+func TestSidecarRegistryServesUpstreamsGlobalFamilies(t *testing.T) {
+	for _, countScrapes := range []bool{false, true} {
+		r := NewSidecarRegistry(countScrapes)
+		rec := httptest.NewRecorder()
+		r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		body := rec.Body.String()
+		for _, want := range []string{"go_gc_heap_allocs_bytes_total", "go_sched_goroutines_goroutines",
+			"go_goroutines", "process_start_time_seconds", "registered_metrics_total"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("countScrapes=%v: scrape lacks %q", countScrapes, want)
+			}
+		}
+		if got := strings.Contains(body, "promhttp_metric_handler_requests_total"); got != countScrapes {
+			t.Errorf("countScrapes=%v: promhttp_metric_handler_requests_total served: %v", countScrapes, got)
+		}
+	}
+}

@@ -43,7 +43,6 @@ import (
 	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
-	csimetrics "github.com/kubernetes-csi/csi-lib-utils/metrics"
 	"go.uber.org/automaxprocs/maxprocs"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -87,10 +86,14 @@ type Options struct {
 	// result, so a sidecar refuses a driver it cannot serve on standbys as well as on the leader. Handlers
 	// added to env.HTTP here are served on standbys too. Optional.
 	Prepare func(ctx context.Context, env *Env) error
-	// Migration adds upstream's "migrated" label to csi_sidecar_operations_seconds, for sidecars that
-	// serve CSI-migrated in-tree volumes (the attacher and provisioner). The label's value comes from the
-	// call's context (csi-lib-utils connection.AdditionalInfo{Migrated: "true"}), "false" otherwise.
+	// Migration adds upstream's "migrated" label to csi_sidecar_operations_seconds when the driver replaces an
+	// in-tree plugin (callmetrics.go), for the sidecars that serve CSI-migrated volumes (attacher, provisioner,
+	// resizer). The label's value comes from the call's context (csi-lib-utils
+	// connection.AdditionalInfo{Migrated: "true"}), "false" otherwise.
 	Migration bool
+	// CountScrapes serves promhttp_metric_handler_requests_total and _in_flight, as upstream's provisioner
+	// does (it wraps its handler in promhttp's instrumentation; the other sidecars do not).
+	CountScrapes bool
 	// EventScheme knows the types Events are recorded on; nil means client-go's built-in types.
 	EventScheme *runtime.Scheme
 	// EventSource returns the source component of the Events env.Events records, given the driver's name; Run
@@ -290,7 +293,7 @@ func warnNoEffect(logger klog.Logger, fs *flag.FlagSet, noEffect map[string]stri
 
 // newEnv builds the metrics registry, the queue metrics and the Kubernetes clients.
 func newEnv(ctx context.Context, o Options, common *flags.Common) (*Env, error) {
-	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewRegistry()}
+	env := &Env{Binary: o.Binary, Flags: common, Metrics: metrics.NewSidecarRegistry(o.CountScrapes)}
 	var err error
 	if env.Queues, err = workqueue.NewMetrics(env.Metrics.Registerer()); err != nil {
 		return nil, err
@@ -335,14 +338,8 @@ func serveHTTP(ctx context.Context, env *Env) (func(), error) {
 }
 
 // connect dials the driver into env.CSI, with every call measured in csi_sidecar_operations_seconds.
-func connect(ctx context.Context, o Options, env *Env) (csimetrics.CSIMetricsManager, error) {
-	metricOpts := []csimetrics.MetricsManagerOption{
-		csimetrics.WithCustomRegistry(env.Metrics.Kube()), csimetrics.WithProcessStartTime(false),
-	}
-	if o.Migration {
-		metricOpts = append(metricOpts, csimetrics.WithMigration())
-	}
-	csiMetrics := csimetrics.NewCSIMetricsManagerWithOptions("", metricOpts...)
+func connect(ctx context.Context, o Options, env *Env) (*callMetrics, error) {
+	csiMetrics := newCallMetrics(env.Metrics, o.Migration)
 	var err error
 	env.CSI, err = csiconn.Connect(ctx, csiconn.Options{Address: env.Flags.CSIAddress, Timeout: env.Flags.Timeout,
 		Metrics: csiMetrics, OnConnectionLoss: o.OnConnectionLoss})
@@ -415,7 +412,7 @@ func eventClient(o Options, clients *kubeclient.Clients) (kubernetes.Interface, 
 }
 
 // discover waits for the driver and reads what it is, as every upstream sidecar does at start-up.
-func discover(ctx context.Context, env *Env, csiMetrics csimetrics.CSIMetricsManager) error {
+func discover(ctx context.Context, env *Env, csiMetrics *callMetrics) error {
 	if err := env.CSI.ProbeUntilReady(ctx); err != nil {
 		return err
 	}
@@ -424,7 +421,7 @@ func discover(ctx context.Context, env *Env, csiMetrics csimetrics.CSIMetricsMan
 		return err
 	}
 	env.DriverName = name
-	csiMetrics.SetDriverName(name)
+	csiMetrics.driverKnown(name)
 	if env.PluginCaps, err = env.CSI.PluginCapabilities(ctx); err != nil {
 		return err
 	}

@@ -105,6 +105,7 @@ func build(ctx context.Context, c Config) (*plugin, error) {
 	var cloudAPI driver.Cloud
 	var tags map[string]string
 	if c.Mode != driver.ModeNode {
+		rec.TrackDetaches() // upstream's controller has the EC2 collector, its node does not
 		cl, t, err := controllerCloud(ctx, c, rec)
 		if err != nil {
 			return nil, err

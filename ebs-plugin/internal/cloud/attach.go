@@ -182,6 +182,7 @@ func (c *Cloud) DetachDisk(ctx context.Context, volumeID, instanceID string) err
 		}
 		return fmt.Errorf("detach volume %s from %s: %w", volumeID, instanceID, err)
 	}
+	// A detach still pending when the wait gives up stays tracked, so a stuck detach shows on dashboards.
 	err = poll(ctx, c.waits.Attach, func(ctx context.Context) (bool, error) {
 		d, err := c.GetDisk(ctx, volumeID)
 		if err != nil {
@@ -192,6 +193,7 @@ func (c *Cloud) DetachDisk(ctx context.Context, volumeID, instanceID string) err
 		}
 		for _, a := range d.Attachments {
 			if a.InstanceID == instanceID && a.State != string(types.VolumeAttachmentStateDetached) {
+				c.detaches.Pending(volumeID, instanceID, a.State)
 				return false, nil
 			}
 		}
@@ -200,6 +202,7 @@ func (c *Cloud) DetachDisk(ctx context.Context, volumeID, instanceID string) err
 	if err != nil {
 		return fmt.Errorf("wait for volume %s to detach from %s: %w", volumeID, instanceID, err)
 	}
+	c.detaches.Done(volumeID, instanceID)
 	return nil
 }
 

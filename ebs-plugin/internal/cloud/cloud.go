@@ -91,6 +91,8 @@ type Cloud struct {
 	retryers *retryers
 	devices  *devicemanager.Manager
 	now      func() time.Time
+	// detaches tracks detaches EC2 accepted that have not finished (nil: not tracked).
+	detaches *metrics.DetachTracker
 
 	volumes       describer[string, types.Volume]
 	instances     describer[string, types.Instance]
@@ -161,6 +163,7 @@ func newCloud(api ec2API, cfg Config) *Cloud {
 		retryers:     newRetryers(),
 		devices:      devicemanager.New(),
 		now:          time.Now,
+		detaches:     cfg.Metrics.Detaches(),
 		tokenBumps:   map[string]bump{},
 		maxIOPSCache: map[string]maxEntry{},
 	}

@@ -370,6 +370,57 @@ func TestThrottledAttemptsAreCounted(t *testing.T) {
 	if got := metricValue(t, rec, "aws_ebs_csi_api_request_throttles_total", "operation_name", "DescribeAvailabilityZones"); got != 1 {
 		t.Fatalf("throttles = %v", got)
 	}
+	// Per attempt, as upstream: the throttled attempt is a throttle, not an error, and only the successful
+	// attempt is timed.
+	if got := metricValue(t, rec, "aws_ebs_csi_api_request_errors_total", "request", "DescribeAvailabilityZones"); got != 0 {
+		t.Errorf("errors = %v, want 0: a throttle is not an error", got)
+	}
+	if got := histogramCount(t, rec, "DescribeAvailabilityZones"); got != 1 {
+		t.Errorf("duration observations = %d, want the 1 successful attempt", got)
+	}
+}
+
+// Every failed attempt counts, not the call: a retried timeout counts twice before the success.
+func TestRetriedErrorsCountPerAttempt(t *testing.T) {
+	failures := 0
+	c, _, rec := newTestCloud(t, false, map[string]func(url.Values) (string, string, string){
+		"DescribeAvailabilityZones": func(url.Values) (string, string, string) {
+			if failures < 2 {
+				failures++
+				return "", "RequestTimeout", "The request timed out."
+			}
+			return "<availabilityZoneInfo><item><zoneName>us-east-1a</zoneName></item></availabilityZoneInfo>", "", ""
+		},
+	})
+	if _, err := c.AvailabilityZones(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := metricValue(t, rec, "aws_ebs_csi_api_request_errors_total", "code", "RequestTimeout"); got != 2 {
+		t.Errorf("errors{RequestTimeout} = %v, want 2 attempts", got)
+	}
+	if got := histogramCount(t, rec, "DescribeAvailabilityZones"); got != 1 {
+		t.Errorf("duration observations = %d, want the 1 successful attempt", got)
+	}
+}
+
+// histogramCount reads the observation count of aws_ebs_csi_api_request_duration_seconds{request}.
+func histogramCount(t *testing.T, rec *metrics.Recorder, request string) uint64 {
+	t.Helper()
+	mfs, err := rec.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "aws_ebs_csi_api_request_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == request {
+				return m.GetHistogram().GetSampleCount()
+			}
+		}
+	}
+	return 0
 }
 
 var regexpTput = regexp.MustCompile(`<throughput>\d+</throughput>`)

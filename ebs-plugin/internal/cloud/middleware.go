@@ -11,38 +11,37 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
 )
 
-// metricsMiddleware records every request (after retries) and every throttled attempt.
+// metricsMiddleware records every HTTP attempt, after the Retry middleware as upstream does: a success's
+// duration (of that attempt alone), a throttle, or another error code EC2 answered. An attempt that got no
+// answer from EC2 (a network error) has no code and is not counted, as upstream.
 func metricsMiddleware(rec *metrics.Recorder) func(*middleware.Stack) error {
 	return func(stack *middleware.Stack) error {
 		if rec == nil {
 			return nil
 		}
-		err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("StowageRequestMetrics",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				start := time.Now()
-				out, md, err := next.HandleInitialize(ctx, in)
-				code := ""
-				if err != nil {
-					if code = errorCode(err); code == "" {
-						code = "Unknown"
-					}
-				}
-				rec.ObserveRequest(awsmiddleware.GetOperationName(ctx), time.Since(start), code)
-				return out, md, err
-			}), middleware.Before)
-		if err != nil {
-			return err
-		}
-		// After the Retry middleware, so each attempt is seen.
-		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("StowageThrottleMetrics",
+		return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("StowageRequestMetrics",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				start := time.Now()
 				out, md, err := next.HandleFinalize(ctx, in)
-				if err != nil {
-					if _, ok := retry.DefaultThrottleErrorCodes[errorCode(err)]; ok {
-						rec.ObserveThrottle(awsmiddleware.GetOperationName(ctx))
-					}
+				op := awsmiddleware.GetOperationName(ctx)
+				if op == "" {
+					op = "Unknown"
+				}
+				switch code := errorCode(err); {
+				case err == nil:
+					rec.ObserveSuccess(op, time.Since(start))
+				case code == "":
+				case isThrottle(code):
+					rec.ObserveThrottle(op)
+				default:
+					rec.ObserveError(op, code)
 				}
 				return out, md, err
 			}), "Retry", middleware.After)
 	}
+}
+
+func isThrottle(code string) bool {
+	_, ok := retry.DefaultThrottleErrorCodes[code]
+	return ok
 }

@@ -11,12 +11,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Recorder records EC2 API calls.
+// operations are the EC2 calls whose duration series exist from start-up, at zero, as upstream makes them:
+// a dashboard's per-operation panels and absent() alerts see every operation before its first call.
+func operations() []string {
+	return []string{
+		"CreateVolume", "DeleteVolume", "AttachVolume", "DetachVolume", "ModifyVolume", "DescribeVolumes",
+		"DescribeVolumesModifications", "CreateSnapshot", "DeleteSnapshot", "DescribeSnapshots", "DescribeInstances",
+		"DescribeAvailabilityZones", "DescribeTags", "CreateTags", "DeleteTags", "EnableFastSnapshotRestores",
+	}
+}
+
+// Recorder records EC2 API calls, one observation per HTTP attempt as upstream counts them.
 type Recorder struct {
 	registry  *prometheus.Registry
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
 	throttles *prometheus.CounterVec
+	detaches  *DetachTracker
 }
 
 // New returns a Recorder with its own registry (no global state).
@@ -24,13 +35,14 @@ func New() *Recorder {
 	r := &Recorder{
 		registry: prometheus.NewRegistry(),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "aws_ebs_csi_api_request_duration_seconds",
-			Help:    "Latency of successful EC2 API requests, including retries.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+			Name: "aws_ebs_csi_api_request_duration_seconds",
+			Help: "Latency of successful EC2 API attempts, retries each timed on their own.",
+			// Upstream registers this histogram without buckets, which is Prometheus' default set.
+			Buckets: prometheus.DefBuckets,
 		}, []string{"request"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aws_ebs_csi_api_request_errors_total",
-			Help: "EC2 API requests that failed after retries, by error code.",
+			Help: "EC2 API attempts that failed with an error code other than throttling.",
 		}, []string{"request", "code"}),
 		throttles: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aws_ebs_csi_api_request_throttles_total",
@@ -39,16 +51,37 @@ func New() *Recorder {
 	}
 	r.registry.MustRegister(r.duration, r.errors, r.throttles,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, op := range operations() {
+		r.duration.WithLabelValues(op)
+	}
 	return r
 }
 
-// ObserveRequest records one API request's outcome. code is "" on success.
-func (r *Recorder) ObserveRequest(request string, d time.Duration, code string) {
+// TrackDetaches registers the controller's EC2 collector (DetachTracker), as upstream's controller does.
+func (r *Recorder) TrackDetaches() {
+	r.detaches = newDetachTracker(DetachPendingThreshold, time.Now)
+	r.registry.MustRegister(r.detaches)
+}
+
+// Detaches is the tracker of pending detaches; nil (which records nothing) unless TrackDetaches ran.
+func (r *Recorder) Detaches() *DetachTracker {
+	if r == nil {
+		return nil
+	}
+	return r.detaches
+}
+
+// ObserveSuccess records one attempt that succeeded after d.
+func (r *Recorder) ObserveSuccess(request string, d time.Duration) {
 	if r == nil {
 		return
 	}
-	if code == "" {
-		r.duration.WithLabelValues(request).Observe(d.Seconds())
+	r.duration.WithLabelValues(request).Observe(d.Seconds())
+}
+
+// ObserveError records one attempt that EC2 answered with the error code code (not a throttle).
+func (r *Recorder) ObserveError(request, code string) {
+	if r == nil {
 		return
 	}
 	r.errors.WithLabelValues(request, code).Inc()

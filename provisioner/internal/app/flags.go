@@ -73,15 +73,16 @@ type Config struct {
 // Event source.
 func (c *Config) Options(args []string) sidecar.Options {
 	return sidecar.Options{
-		Binary:     Binary,
-		Defaults:   Defaults,
-		LockPrefix: LockPrefix,
-		Args:       args,
-		AddFlags:   c.AddFlags,
-		Validate:   c.Validate,
-		Master:     func() string { return c.Master },
-		Prepare:    c.Prepare,
-		Migration:  true,
+		Binary:       Binary,
+		Defaults:     Defaults,
+		LockPrefix:   LockPrefix,
+		Args:         args,
+		AddFlags:     c.AddFlags,
+		Validate:     c.Validate,
+		Master:       func() string { return c.Master },
+		Prepare:      c.Prepare,
+		Migration:    true,
+		CountScrapes: true,
 		// Upstream's flags that are accepted, so that an upstream Deployment starts, but not acted on: Run warns
 		// about each one the command line sets.
 		NoEffect: map[string]string{

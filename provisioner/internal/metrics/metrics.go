@@ -20,7 +20,9 @@ type Metrics struct {
 
 // New creates the metrics and registers them with reg.
 func New(reg prometheus.Registerer) *Metrics {
-	buckets := []float64{.1, .25, .5, 1, 2.5, 5, 10, 15, 25, 50, 120, 300, 600}
+	// Upstream's provisioner library times these with Prometheus' default buckets, not the CSI call buckets of
+	// csi_sidecar_operations_seconds; dashboards' histogram_quantile queries depend on the same bounds.
+	buckets := prometheus.DefBuckets
 	m := &Metrics{
 		provisionTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "controller_persistentvolumeclaim_provision_total",
@@ -32,7 +34,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"class", "source"}),
 		provisionDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "controller_persistentvolumeclaim_provision_duration_seconds",
-			Help:    "Latency of provisioning attempts, successful or not.",
+			Help:    "Latency in seconds to provision persistent volumes. Failed provisioning attempts are ignored.",
 			Buckets: buckets,
 		}, []string{"class", "source"}),
 		deleteTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -45,7 +47,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"class"}),
 		deleteDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "controller_persistentvolume_delete_duration_seconds",
-			Help:    "Latency of volume deletion attempts, successful or not.",
+			Help:    "Latency in seconds to delete persistent volumes. Failed deletion attempts are ignored.",
 			Buckets: buckets,
 		}, []string{"class"}),
 	}
@@ -54,28 +56,29 @@ func New(reg prometheus.Registerer) *Metrics {
 }
 
 // Provisioned records one provisioning attempt that started at start; source is "", "PersistentVolumeClaim"
-// or "VolumeSnapshot" as upstream labels it.
+// or "VolumeSnapshot" as upstream labels it. As upstream, only a successful attempt is timed: a failed one
+// only counts, so retries that fail fast do not pull the latency quantiles down.
 func (m *Metrics) Provisioned(class, source string, start time.Time, err error) {
 	if m == nil {
 		return
 	}
-	m.provisionDuration.WithLabelValues(class, source).Observe(time.Since(start).Seconds())
 	if err != nil {
 		m.provisionFailed.WithLabelValues(class, source).Inc()
 		return
 	}
+	m.provisionDuration.WithLabelValues(class, source).Observe(time.Since(start).Seconds())
 	m.provisionTotal.WithLabelValues(class, source).Inc()
 }
 
-// Deleted records one deletion attempt that started at start.
+// Deleted records one deletion attempt that started at start; as for provisioning, only successes are timed.
 func (m *Metrics) Deleted(class string, start time.Time, err error) {
 	if m == nil {
 		return
 	}
-	m.deleteDuration.WithLabelValues(class).Observe(time.Since(start).Seconds())
 	if err != nil {
 		m.deleteFailed.WithLabelValues(class).Inc()
 		return
 	}
+	m.deleteDuration.WithLabelValues(class).Observe(time.Since(start).Seconds())
 	m.deleteTotal.WithLabelValues(class).Inc()
 }

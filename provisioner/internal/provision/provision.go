@@ -211,7 +211,9 @@ func (p *Provisioner) placement(ctx context.Context, claim *v1.PersistentVolumeC
 func (p *Provisioner) provision(ctx context.Context, claim *v1.PersistentVolumeClaim, class *storagev1.StorageClass, volName, selectedNode string) (err error) {
 	start := time.Now()
 	src := sourceOf(claim)
-	defer func() { p.Metrics.Provisioned(class.Name, string(src.kind), start, err) }()
+	// The class label is the claim's spec field, as upstream's: empty for a claim that names its class only by
+	// the beta annotation.
+	defer func() { p.Metrics.Provisioned(specClass(claim), string(src.kind), start, err) }()
 	// Upstream's migrated="true" label on the CSI calls for a claim of an in-tree class (migration.go).
 	ctx = csiconn.WithMigrated(ctx, p.migrating(class))
 
@@ -497,4 +499,12 @@ func (p *Provisioner) event(obj runtime.Object, typ, reason, msg string) {
 	if p.Recorder != nil {
 		p.Recorder.Event(obj, typ, reason, msg)
 	}
+}
+
+// specClass is the claim's spec.storageClassName, empty when unset.
+func specClass(claim *v1.PersistentVolumeClaim) string {
+	if claim.Spec.StorageClassName == nil {
+		return ""
+	}
+	return *claim.Spec.StorageClassName
 }

@@ -47,6 +47,8 @@ func (c *Config) Options(args []string) sidecar.Options {
 		Validate:    c.Validate,
 		Master:      func() string { return c.Master },
 		Prepare:     Prepare,
+		// Upstream's label set: migrated="false" on every call, as this resizer expands CSI volumes only.
+		Migration: true,
 	}
 }
 
