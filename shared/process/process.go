@@ -32,7 +32,7 @@ type Flags struct {
 // AddFlags registers the Flags on fs, with the logging defaults, and returns where their values land.
 func AddFlags(fs *flag.FlagSet) *Flags {
 	f := &Flags{Logging: logsapi.NewLoggingConfiguration()}
-	fs.BoolVar(&f.ShowVersion, "version", false, "Print the version and exit.")
+	fs.BoolVar(&f.ShowVersion, "version", false, "Show version.")
 	logsapi.AddGoFlags(f.Logging, fs)
 	return f
 }
