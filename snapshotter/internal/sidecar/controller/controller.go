@@ -3,23 +3,15 @@
 package controller
 
 import (
-	"context"
-	"time"
-
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumesnapshot/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
-// Handler does the work for one content; a positive duration asks to be called again after it without that
-// counting as a failure.
-type Handler interface {
-	Sync(ctx context.Context, content *snapv1.VolumeSnapshotContent) (time.Duration, error)
-	Forget(uid types.UID)
-}
+// Handler does the work for one content.
+type Handler = Syncer[*snapv1.VolumeSnapshotContent]
 
 // Config wires a Controller.
 type Config struct {

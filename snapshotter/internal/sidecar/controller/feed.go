@@ -13,8 +13,9 @@ import (
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
-// syncer is the handler side of a feed: Handler for contents, GroupHandler for group contents.
-type syncer[T any] interface {
+// Syncer does the work for one object; a positive duration asks to be called again after it without that
+// counting as a failure.
+type Syncer[T any] interface {
 	Sync(ctx context.Context, obj T) (time.Duration, error)
 	Forget(uid types.UID)
 }
@@ -30,7 +31,7 @@ type feed[T interface {
 	kind    string
 	queue   workqueue.Queue[string]
 	workers int
-	handler syncer[T]
+	handler Syncer[T]
 	get     func(name string) (T, error)
 	// ours picks this driver's objects out of the informer's events.
 	ours func(obj any) (T, bool)

@@ -1,22 +1,15 @@
 package controller
 
 import (
-	"context"
-	"time"
-
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	groupinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions/volumegroupsnapshot/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/stowage-csi/stowage/shared/workqueue"
 )
 
-// GroupHandler does the work for one VolumeGroupSnapshotContent, like Handler.
-type GroupHandler interface {
-	Sync(ctx context.Context, content *groupv1.VolumeGroupSnapshotContent) (time.Duration, error)
-	Forget(uid types.UID)
-}
+// GroupHandler does the work for one VolumeGroupSnapshotContent.
+type GroupHandler = Syncer[*groupv1.VolumeGroupSnapshotContent]
 
 // GroupConfig wires a GroupController.
 type GroupConfig struct {
