@@ -241,27 +241,11 @@ func (c *Controller) groupErrorStatus(ctx context.Context, gs *groupv1.VolumeGro
 // updateGroupStatus copies the group content's status onto the group snapshot with one status patch, by
 // upstream's rules: the bound name and creation time are set once, readyToUse and the error follow the content.
 func (c *Controller) updateGroupStatus(ctx context.Context, gs *groupv1.VolumeGroupSnapshot, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshot, error) {
-	before := gs
-	updated, err := patch.RetryOnConflict(ctx, gs, c.getGroupSnapshot(gs), func(ctx context.Context, gs *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshot, error) {
-		before = gs
-		return patch.Status(ctx, c.groupSnapshotPatch(gs.Namespace), gs, func(gs *groupv1.VolumeGroupSnapshot) {
-			gs.Status = mergeGroupStatus(gs.Status, gc)
-		})
-	})
-	if err != nil {
-		return gs, fmt.Errorf("volumegroupsnapshot %s/%s status: %w", gs.Namespace, gs.Name, err)
-	}
-	key := gs.Namespace + "/" + gs.Name
 	created := func(gs *groupv1.VolumeGroupSnapshot) bool { return gs.Status != nil && gs.Status.CreationTime != nil }
-	if !created(before) && created(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshot, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotCreated", fmt.Sprintf("GroupSnapshot %s was successfully created by the CSI driver.", key))
-	}
-	if !isGroupReady(before) && isGroupReady(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshotAndReady, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotReady", fmt.Sprintf("GroupSnapshot %s is ready to use.", key))
-	}
-	return updated, nil
+	return writeStatus(ctx, c, gs, c.getGroupSnapshot(gs), c.groupSnapshotPatch(gs.Namespace),
+		func(gs *groupv1.VolumeGroupSnapshot) { gs.Status = mergeGroupStatus(gs.Status, gc) }, "volumegroupsnapshot", gc.Spec.Driver,
+		statusStep[*groupv1.VolumeGroupSnapshot]{created, opmetrics.CreateGroupSnapshot, "GroupSnapshotCreated", "GroupSnapshot %s was successfully created by the CSI driver."},
+		statusStep[*groupv1.VolumeGroupSnapshot]{isGroupReady, opmetrics.CreateGroupSnapshotAndReady, "GroupSnapshotReady", "GroupSnapshot %s is ready to use."})
 }
 
 // mergeGroupStatus returns the group snapshot status old updated from gc's status.
