@@ -8,13 +8,13 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 const gi = int64(1) << 30
@@ -314,18 +314,7 @@ func TestInUseVolumeWaitsForItsPod(t *testing.T) {
 
 func wantExpands(t *testing.T, f *testutil.FakeCSI, want *csi.ControllerExpandVolumeRequest) {
 	t.Helper()
-	if want == nil {
-		if len(f.Expands) != 0 {
-			t.Errorf("ControllerExpandVolume called %d times, want 0", len(f.Expands))
-		}
-		return
-	}
-	if len(f.Expands) != 1 {
-		t.Fatalf("ControllerExpandVolume called %d times, want 1", len(f.Expands))
-	}
-	if !proto.Equal(f.Expands[0], want) {
-		t.Errorf("ControllerExpandVolume request = %v, want %v", f.Expands[0], want)
-	}
+	sharedtestutil.WantRequest(t, "ControllerExpandVolume", f.Expands, want)
 }
 
 func wantState(t *testing.T, pvc *v1.PersistentVolumeClaim, allocated string, state v1.ClaimResourceStatus) {
