@@ -9,6 +9,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/ownwrites"
@@ -80,27 +81,39 @@ func mergeStatus(v *snapv1.VolumeSnapshotContent, o observed) {
 // already holds the same message: a retry failing the same way writes nothing. It returns cause, which drives
 // the backoff; a failed status write is only logged.
 func (h *Handler) failed(ctx context.Context, c *snapv1.VolumeSnapshotContent, reason, what string, cause error) error {
+	fields := func(v *snapv1.VolumeSnapshotContent, create bool) (**snapv1.VolumeSnapshotError, **bool) {
+		if v.Status == nil && create {
+			v.Status = &snapv1.VolumeSnapshotContentStatus{}
+		} else if v.Status == nil {
+			return nil, nil
+		}
+		return &v.Status.Error, &v.Status.ReadyToUse
+	}
+	return failStatus(ctx, h.tracker, h.cfg.Events, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c, fields, h.cfg.now(), reason, what, cause)
+}
+
+// failStatus is failed for a content or a group content: fields points at the status's error and readyToUse,
+// creating the status when asked (nil pointers for none).
+func failStatus[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, events record.EventRecorder, patchFn patch.Func[T], obj T,
+	fields func(obj T, create bool) (**snapv1.VolumeSnapshotError, **bool), now time.Time, reason, what string, cause error) error {
 	logger := klog.FromContext(ctx)
 	msg := what + ": " + cause.Error()
 	logger.Error(cause, what, "reason", reason)
-	if c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil && *c.Status.Error.Message == msg {
+	if last, _ := fields(obj, false); last != nil && *last != nil && (*last).Message != nil && *(*last).Message == msg {
 		return cause
 	}
-	ts := metav1.NewTime(h.cfg.now())
-	updated, err := patch.Status(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c, func(v *snapv1.VolumeSnapshotContent) {
-		if v.Status == nil {
-			v.Status = &snapv1.VolumeSnapshotContentStatus{}
-		}
-		ready := false
-		v.Status.ReadyToUse = &ready
-		v.Status.Error = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
+	ts := metav1.NewTime(now)
+	updated, err := patch.Status(ctx, patchFn, obj, func(v T) {
+		errp, ready := fields(v, true)
+		*errp = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
+		*ready = new(false)
 	})
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.Wrote(c, updated)
+		tracker.Wrote(obj, updated)
 	}
-	h.cfg.Events.Event(c, corev1.EventTypeWarning, reason, msg)
+	events.Event(obj, corev1.EventTypeWarning, reason, msg)
 	return cause
 }
 
