@@ -85,23 +85,11 @@ func (h *GroupHandler) failed(ctx context.Context, gc *groupv1.VolumeGroupSnapsh
 // markBeingCreated sets the group being-created annotation with one preconditioned patch.
 func (h *GroupHandler) markBeingCreated(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	out, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnGroupBeingCreated, "yes")
-	})
-	if err != nil {
-		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: setting annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
-	}
-	return out, nil
+	return setAnnotation(ctx, h.tracker, gc, h.getter(gc.Name), contents.Patch, "volumegroupsnapshotcontent", snapapi.AnnGroupBeingCreated)
 }
 
 // removeBeingCreated drops the group being-created annotation, which only csi-snapshotter sets, with a JSON
 // patch that tests its value (see Handler.removeBeingCreated).
 func (h *GroupHandler) removeBeingCreated(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-	updated, err := patch.RemoveOwned(ctx, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, gc,
-		patch.Owned{Annotations: []string{snapapi.AnnGroupBeingCreated}})
-	if err != nil {
-		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: removing annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
-	}
-	h.tracker.Wrote(gc, updated)
-	return updated, nil
+	return removeOwnedAnnotation(ctx, h.tracker, gc, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, "volumegroupsnapshotcontent", snapapi.AnnGroupBeingCreated)
 }

@@ -124,24 +124,35 @@ func (h *Handler) markBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshot
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	out, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
-	})
-	if err != nil {
-		return c, fmt.Errorf("volumesnapshotcontent %s: setting annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
-	}
-	return out, nil
+	return setAnnotation(ctx, h.tracker, c, get, contents.Patch, "volumesnapshotcontent", snapapi.AnnBeingCreated)
 }
 
 // removeBeingCreated drops the being-created annotation. Only csi-snapshotter sets it, so it goes with a JSON
 // patch that tests its value instead of the resourceVersion: the snapshot controller's finalizer patch of the
 // same moment does not turn it into a conflict.
 func (h *Handler) removeBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-	updated, err := patch.RemoveOwned(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c,
-		patch.Owned{Annotations: []string{snapapi.AnnBeingCreated}})
+	return removeOwnedAnnotation(ctx, h.tracker, c, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, "volumesnapshotcontent", snapapi.AnnBeingCreated)
+}
+
+// setAnnotation sets annotation to "yes" on a content or group content with one patch preconditioned on the
+// version in hand (none when it is there), re-reading with get after a conflict, and returns obj as it is now.
+func setAnnotation[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, obj T, get func(context.Context) (T, error),
+	patchFn patch.Func[T], kind, annotation string) (T, error) {
+	out, err := ownwrites.Retry(ctx, tracker, obj, get, func(ctx context.Context, cur T) (T, error) {
+		return patch.SetAnnotation(ctx, patchFn, cur, annotation, "yes")
+	})
 	if err != nil {
-		return c, fmt.Errorf("volumesnapshotcontent %s: removing annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
+		return obj, fmt.Errorf("%s %s: setting annotation %s: %w", kind, obj.GetName(), annotation, err)
 	}
-	h.tracker.Wrote(c, updated)
+	return out, nil
+}
+
+// removeOwnedAnnotation drops an annotation only csi-snapshotter sets with a JSON patch that tests its value.
+func removeOwnedAnnotation[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, obj T, patchFn patch.Func[T], kind, annotation string) (T, error) {
+	updated, err := patch.RemoveOwned(ctx, patchFn, obj, patch.Owned{Annotations: []string{annotation}})
+	if err != nil {
+		return obj, fmt.Errorf("%s %s: removing annotation %s: %w", kind, obj.GetName(), annotation, err)
+	}
+	tracker.Wrote(obj, updated)
 	return updated, nil
 }
