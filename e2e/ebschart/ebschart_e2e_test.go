@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/stowage-csi/stowage/e2e/ebsinstall"
 	"github.com/stowage-csi/stowage/e2e/images"
@@ -32,7 +33,7 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 		ObjectMeta:        metav1.ObjectMeta{Name: "gp3"},
 		Provisioner:       ebsinstall.Driver,
 		Parameters:        map[string]string{"type": "gp3"},
-		VolumeBindingMode: ptr(storagev1.VolumeBindingWaitForFirstConsumer),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
 	}
 	if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -54,7 +55,7 @@ func writeAndRead(t *testing.T, ctx context.Context, client kubernetes.Interface
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr("gp3"),
+			StorageClassName: ptr.To("gp3"),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
 	}
@@ -107,5 +108,3 @@ func writeAndRead(t *testing.T, ctx context.Context, client kubernetes.Interface
 		t.Fatal(err)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -4,7 +4,6 @@ package ebsstack
 
 import (
 	"context"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,24 +29,7 @@ func TestE2EEBSSnapshotCrossRun(t *testing.T) {
 			}
 			s := startTestStack(ctx, t, Options{UpstreamArgs: true, With: SnapshotSidecars}, nil)
 			up := s.replaceWithUpstream(ctx, t, upstream, bin)
-			var out strings.Builder
-			l, err := NewLifecycle(s.Stack, NewReport(&out))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, sc := range []struct {
-				name string
-				run  func(context.Context) error
-			}{{"provision", l.Provision}, {"snapshot and restore", l.SnapshotRestore}, {"delete", l.Delete}} {
-				if !t.Run(sc.name, func(t *testing.T) {
-					if err := sc.run(ctx); err != nil {
-						t.Fatalf("scenario %s: %v", sc.name, err)
-					}
-				}) {
-					break
-				}
-			}
-			t.Logf("steps:%s", out.String())
+			runSnapshotLifecycle(ctx, t, s.Stack)
 			if done, err := up.Exited(); done {
 				t.Errorf("upstream %s exited during the run: %v", upstream, err)
 			}

@@ -17,8 +17,19 @@ func TestE2EEBSSnapshotRestore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	s := startTestStack(ctx, t, Options{UpstreamArgs: true, With: SnapshotSidecars}, nil)
+	runSnapshotLifecycle(ctx, t, s.Stack)
+	for _, snap := range s.EC2.State().Snapshots {
+		t.Errorf("EC2 still holds snapshot %s (%s) after the run", snap.ID, snap.State)
+	}
+	s.stopLeavesNothing(t)
+}
+
+// runSnapshotLifecycle runs the provision, snapshot-and-restore and delete scenarios on the stack, each a
+// subtest, stopping at the first that fails, and logs the steps they took.
+func runSnapshotLifecycle(ctx context.Context, t *testing.T, stack *Stack) {
+	t.Helper()
 	var out strings.Builder
-	l, err := NewLifecycle(s.Stack, NewReport(&out))
+	l, err := NewLifecycle(stack, NewReport(&out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +46,4 @@ func TestE2EEBSSnapshotRestore(t *testing.T) {
 		}
 	}
 	t.Logf("steps:%s", out.String())
-	for _, snap := range s.EC2.State().Snapshots {
-		t.Errorf("EC2 still holds snapshot %s (%s) after the run", snap.ID, snap.State)
-	}
-	s.stopLeavesNothing(t)
 }

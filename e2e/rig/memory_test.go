@@ -11,51 +11,41 @@ import (
 )
 
 func TestParseMemory(t *testing.T) {
-	tests := []struct {
-		name    string
-		status  string
-		want    Memory
-		wantErr bool
-	}{
-		{name: "both lines", status: "Name:\tcsi-attacher\nVmPeak:\t 1300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n",
+	testParse(t, "parseMemory", parseMemory, []parseCase[Memory]{
+		{name: "both lines", in: "Name:\tcsi-attacher\nVmPeak:\t 1300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n",
 			want: Memory{RSS: 40 << 20, Peak: 50 << 20}},
-		{name: "no memory lines (kernel thread)", status: "Name:\tkthreadd\nState:\tS (sleeping)\n", wantErr: true},
-		{name: "unit other than kB", status: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
-		{name: "not a number", status: "VmHWM:\tlots kB\nVmRSS:\t1 kB\n", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseMemory(tt.status)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("parseMemory error = %v, want error %v", err, tt.wantErr)
-			}
-			if got != tt.want {
-				t.Errorf("parseMemory = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
+		{name: "no memory lines (kernel thread)", in: "Name:\tkthreadd\nState:\tS (sleeping)\n", wantErr: true},
+		{name: "unit other than kB", in: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "not a number", in: "VmHWM:\tlots kB\nVmRSS:\t1 kB\n", wantErr: true},
+	})
 }
 
 func TestParseCPUTicks(t *testing.T) {
-	tests := []struct {
-		name    string
-		stat    string
-		want    int64
-		wantErr bool
-	}{
-		{name: "plain name", stat: "42 (sleep) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 100 1000 10\n", want: 10},
-		{name: "name with spaces and parentheses", stat: "42 (a) b (c) R 1 42 42 0 -1 0 0 0 0 0 120 30 0 0 20 0 1 0 100 1000 10", want: 150},
-		{name: "no name", stat: "42 sleep S 1", wantErr: true},
-		{name: "too short", stat: "42 (sleep) S 1 42", wantErr: true},
-	}
-	for _, tt := range tests {
+	testParse(t, "parseCPUTicks", parseCPUTicks, []parseCase[int64]{
+		{name: "plain name", in: "42 (sleep) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 100 1000 10\n", want: 10},
+		{name: "name with spaces and parentheses", in: "42 (a) b (c) R 1 42 42 0 -1 0 0 0 0 0 120 30 0 0 20 0 1 0 100 1000 10", want: 150},
+		{name: "no name", in: "42 sleep S 1", wantErr: true},
+		{name: "too short", in: "42 (sleep) S 1 42", wantErr: true},
+	})
+}
+
+// parseCase is one input of a parser's table test and the result, or an error, it should give.
+type parseCase[T comparable] struct {
+	name, in string
+	want     T
+	wantErr  bool
+}
+
+// testParse runs parse, called fn in failures, on each case as a subtest.
+func testParse[T comparable](t *testing.T, fn string, parse func(string) (T, error), cases []parseCase[T]) {
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCPUTicks(tt.stat)
+			got, err := parse(tt.in)
 			if (err != nil) != tt.wantErr {
-				t.Fatalf("parseCPUTicks error = %v, want error %v", err, tt.wantErr)
+				t.Fatalf("%s error = %v, want error %v", fn, err, tt.wantErr)
 			}
 			if got != tt.want {
-				t.Errorf("parseCPUTicks = %d, want %d", got, tt.want)
+				t.Errorf("%s = %+v, want %+v", fn, got, tt.want)
 			}
 		})
 	}

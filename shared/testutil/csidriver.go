@@ -101,47 +101,44 @@ func (d *FakeCSIDriver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeRes
 func (d *FakeCSIDriver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rsp := &csi.GetPluginCapabilitiesResponse{}
-	for _, s := range d.PluginServices {
-		rsp.Capabilities = append(rsp.Capabilities, &csi.PluginCapability{Type: &csi.PluginCapability_Service_{
-			Service: &csi.PluginCapability_Service{Type: s}}})
-	}
-	for _, e := range d.PluginExpansion {
-		rsp.Capabilities = append(rsp.Capabilities, &csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{
-			VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: e}}})
-	}
-	return rsp, nil
+	services := each(d.PluginServices, func(s csi.PluginCapability_Service_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: s}}}
+	})
+	expansion := each(d.PluginExpansion, func(e csi.PluginCapability_VolumeExpansion_Type) *csi.PluginCapability {
+		return &csi.PluginCapability{Type: &csi.PluginCapability_VolumeExpansion_{VolumeExpansion: &csi.PluginCapability_VolumeExpansion{Type: e}}}
+	})
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: append(services, expansion...)}, nil
 }
 
 func (d *FakeCSIDriver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rsp := &csi.ControllerGetCapabilitiesResponse{}
-	for _, c := range d.ControllerCaps {
-		rsp.Capabilities = append(rsp.Capabilities, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
-			Rpc: &csi.ControllerServiceCapability_RPC{Type: c}}})
-	}
-	return rsp, nil
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: each(d.ControllerCaps, func(c csi.ControllerServiceCapability_RPC_Type) *csi.ControllerServiceCapability {
+		return &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: c}}}
+	})}, nil
 }
 
 func (d *FakeCSIDriver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rsp := &csi.NodeGetCapabilitiesResponse{}
-	for _, c := range d.NodeCaps {
-		rsp.Capabilities = append(rsp.Capabilities, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
-			Rpc: &csi.NodeServiceCapability_RPC{Type: c}}})
-	}
-	return rsp, nil
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: each(d.NodeCaps, func(c csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
+		return &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: c}}}
+	})}, nil
 }
 
 func (d *FakeCSIDriver) GroupControllerGetCapabilities(context.Context, *csi.GroupControllerGetCapabilitiesRequest) (*csi.GroupControllerGetCapabilitiesResponse, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	rsp := &csi.GroupControllerGetCapabilitiesResponse{}
-	for _, c := range d.GroupControllerCaps {
-		rsp.Capabilities = append(rsp.Capabilities, &csi.GroupControllerServiceCapability{Type: &csi.GroupControllerServiceCapability_Rpc{
-			Rpc: &csi.GroupControllerServiceCapability_RPC{Type: c}}})
+	return &csi.GroupControllerGetCapabilitiesResponse{Capabilities: each(d.GroupControllerCaps, func(c csi.GroupControllerServiceCapability_RPC_Type) *csi.GroupControllerServiceCapability {
+		return &csi.GroupControllerServiceCapability{Type: &csi.GroupControllerServiceCapability_Rpc{Rpc: &csi.GroupControllerServiceCapability_RPC{Type: c}}}
+	})}, nil
+}
+
+// each is the capability wrap makes of each type listed, in order: what every GetCapabilities call answers.
+func each[T, C any](types []T, wrap func(T) C) []C {
+	var out []C
+	for _, t := range types {
+		out = append(out, wrap(t))
 	}
-	return rsp, nil
+	return out
 }

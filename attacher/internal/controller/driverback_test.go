@@ -13,9 +13,8 @@ import (
 
 	"github.com/stowage-csi/stowage/attacher/internal/handler"
 	"github.com/stowage-csi/stowage/attacher/internal/testutil"
-	"github.com/stowage-csi/stowage/shared/metrics"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
-	"github.com/stowage-csi/stowage/shared/workqueue"
+	"github.com/stowage-csi/stowage/shared/workqueue/queuetest"
 )
 
 // downHandler fails every sync while the driver is down, and counts the syncs of each VolumeAttachment.
@@ -48,20 +47,9 @@ func (h *downHandler) counts(name string) (syncs, ok int) {
 // driver's return, retries it at once.
 func TestDriverBackRetriesFailedVolumeAttachments(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
 	client := sharedtestutil.NewClientset(testutil.VA("va1", "pv1", "node1"))
 	factory := informers.NewSharedInformerFactory(client, 0)
-	qm, err := workqueue.NewMetrics(metrics.NewRegistry().Registerer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := func(name string) workqueue.Queue[string] {
-		q, err := workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Hour, RetryIntervalMax: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
+	queue := queuetest.SlowRetry(t)
 	h := &downHandler{down: true, syncs: map[string]int{}, ok: map[string]int{}}
 	ctrl, err := New(Config{
 		Driver: testutil.Driver, Finalizer: handler.FinalizerName(testutil.Driver), Handler: h,
@@ -71,16 +59,7 @@ func TestDriverBackRetriesFailedVolumeAttachments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
-	stopped := make(chan error, 1)
-	go func() { stopped <- ctrl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Run() = %v", err)
-		}
-		factory.Shutdown()
-	})
+	queuetest.RunController(t, ctx, factory, ctrl.Run)
 
 	sharedtestutil.Eventually(t, 10*time.Second, "a failed sync while the driver is down", func() (bool, error) {
 		syncs, _ := h.counts("va1")

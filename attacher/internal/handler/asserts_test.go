@@ -5,10 +5,10 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/stowage-csi/stowage/attacher/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 func mountCap(fsType string, mode csi.VolumeCapability_AccessMode_Mode) *csi.VolumeCapability {
@@ -20,18 +20,7 @@ func mountCap(fsType string, mode csi.VolumeCapability_AccessMode_Mode) *csi.Vol
 
 func wantPublishes(t *testing.T, f *testutil.FakeCSI, want *csi.ControllerPublishVolumeRequest) {
 	t.Helper()
-	if want == nil {
-		if len(f.Publishes) != 0 {
-			t.Errorf("ControllerPublish called %d times, want 0", len(f.Publishes))
-		}
-		return
-	}
-	if len(f.Publishes) != 1 {
-		t.Fatalf("ControllerPublish called %d times, want 1", len(f.Publishes))
-	}
-	if !proto.Equal(f.Publishes[0], want) {
-		t.Errorf("ControllerPublish request = %v, want %v", f.Publishes[0], want)
-	}
+	sharedtestutil.WantRequest(t, "ControllerPublish", f.Publishes, want)
 }
 
 func wantFinalizer(t *testing.T, va *storagev1.VolumeAttachment, want bool) {

@@ -10,13 +10,11 @@ import (
 	"strings"
 	"time"
 
-	logsapi "k8s.io/component-base/logs/api/v1"
-	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/app"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/driver"
-	"github.com/stowage-csi/stowage/shared/signals"
+	"github.com/stowage-csi/stowage/shared/process"
 	"github.com/stowage-csi/stowage/shared/version"
 )
 
@@ -28,9 +26,9 @@ func main() {
 
 // options is the parsed command line: the driver's config plus the compatibility-only flags main handles.
 type options struct {
-	cfg                            app.Config
-	logging                        *logsapi.LoggingConfiguration
-	showVersion, nodeLocal, winHPC bool
+	cfg app.Config
+	*process.Flags
+	nodeLocal, winHPC bool
 	// noEffect lists the flags given on the command line that are accepted only so upstream's manifests
 	// keep working; run warns about each.
 	noEffect []ignoredFlag
@@ -63,7 +61,7 @@ func parseArgs(args []string) (*options, error) {
 		mode, args = driver.Mode(args[0]), args[1:]
 	}
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
-	o := &options{cfg: app.Config{Mode: mode, Version: version.Version}, logging: logsapi.NewLoggingConfiguration()}
+	o := &options{cfg: app.Config{Mode: mode, Version: version.Version}, Flags: process.AddFlags(fs)}
 	cfg := &o.cfg
 	// Values of the flags that have no effect: parsed, so their syntax is checked, then only warned about.
 	var ignoredBool bool
@@ -77,7 +75,6 @@ func parseArgs(args []string) (*options, error) {
 	cfg.MetadataSources = []string{"imds,kubernetes"}
 	fs.Var(&repeated{values: &cfg.MetadataSources}, "metadata-sources", "Comma-separated instance metadata sources, tried in order: imds, kubernetes. Repeated flags merge, in order.")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "Kubeconfig for the kubernetes metadata source; in-cluster configuration when empty.")
-	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	fs.BoolVar(&ignoredBool, "logtostderr", true, "Accepted for compatibility and without effect: logs always go to stderr. Warned about when set.")
 	fs.StringVar(&cfg.UserAgentExtra, "user-agent-extra", "", "Extra string appended to the EC2 user agent.")
 	fs.BoolVar(&cfg.AWSSDKDebugLog, "aws-sdk-debug-log", false, "Log every EC2 request and response, with bodies, and every retry.")
@@ -95,7 +92,6 @@ func parseArgs(args []string) (*options, error) {
 	fs.BoolVar(&cfg.LegacyXFS, "legacy-xfs", false, "Format XFS without features kernels older than 5.10 cannot mount (bigtime, inobtcount, reflink, nrext64).")
 	fs.StringVar(&ignoredString, "csi-mount-point-prefix", "", "Accepted for compatibility and without effect: mount points are recognised from the mount table. Warned about when set.")
 	fs.StringVar(&cfg.DeviceLinkDir, "device-link-dir", "/dev/disk/by-id", "Directory holding the NVMe by-id links (nvme-Amazon_Elastic_Block_Store_vol...). Stowage addition, for tests and unusual udev setups.")
-	logsapi.AddGoFlags(o.logging, fs)
 
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -121,42 +117,24 @@ func warnNoEffect(logger klog.Logger, flags []ignoredFlag) {
 func run(args []string) int {
 	o, err := parseArgs(args)
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
-		}
-		return 2
+		return process.ParseFailed(os.Stderr, binary, err)
 	}
 	cfg := o.cfg
 	cfg.NodeName = os.Getenv("CSI_NODE_NAME")
-	if o.showVersion {
+	if o.ShowVersion {
 		_ = version.Print(os.Stdout, binary)
 		return 0
 	}
-	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
-		return 2
-	}
-	logger := klog.Background().WithName(binary)
-	switch {
-	case o.nodeLocal:
-		logger.Error(nil, "--enable-node-local-volumes is not supported")
-		return 2
-	case o.winHPC:
-		logger.Error(nil, "--windows-host-process is not supported")
-		return 2
-	}
-	warnNoEffect(logger, o.noEffect)
-
-	// The first SIGINT or SIGTERM stops the driver gracefully, a second one exits at once.
-	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
-	defer stop()
-	if err := app.Run(ctx, cfg); err != nil {
-		logger.Error(err, "ebs-plugin failed")
-		klog.Flush()
-		return 1
-	}
-	klog.Flush()
-	return 0
+	return process.Main(os.Stderr, binary, o.Logging, func(ctx context.Context) error {
+		switch {
+		case o.nodeLocal:
+			return process.UsageError{Err: errors.New("--enable-node-local-volumes is not supported")}
+		case o.winHPC:
+			return process.UsageError{Err: errors.New("--windows-host-process is not supported")}
+		}
+		warnNoEffect(klog.FromContext(ctx), o.noEffect)
+		return app.Run(ctx, cfg)
+	})
 }
 
 // repeated is a flag that keeps every value it is given, because upstream merges repeated --extra-tags and

@@ -27,12 +27,18 @@ var controllerCapabilities = []csi.ControllerServiceCapability_RPC_Type{
 
 // ControllerGetCapabilities implements csi.ControllerServer.
 func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
-	caps := make([]*csi.ControllerServiceCapability, 0, len(controllerCapabilities))
-	for _, c := range controllerCapabilities {
-		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
-			Rpc: &csi.ControllerServiceCapability_RPC{Type: c}}})
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: each(controllerCapabilities, func(c csi.ControllerServiceCapability_RPC_Type) *csi.ControllerServiceCapability {
+		return &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: c}}}
+	})}, nil
+}
+
+// each is the capability wrap makes of each type listed, in order: what the GetCapabilities calls answer.
+func each[T, C any](types []T, wrap func(T) C) []C {
+	out := make([]C, 0, len(types))
+	for _, t := range types {
+		out = append(out, wrap(t))
 	}
-	return &csi.ControllerGetCapabilitiesResponse{Capabilities: caps}, nil
+	return out
 }
 
 // cloudError maps an EC2-layer error to a gRPC status at the CSI boundary.

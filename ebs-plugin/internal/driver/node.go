@@ -33,10 +33,7 @@ var nodeCapabilities = []csi.NodeServiceCapability_RPC_Type{
 
 // NodeGetCapabilities implements csi.NodeServer.
 func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	caps := make([]*csi.NodeServiceCapability, 0, len(nodeCapabilities))
-	for _, c := range nodeCapabilities {
-		caps = append(caps, &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{
-			Rpc: &csi.NodeServiceCapability_RPC{Type: c}}})
-	}
-	return &csi.NodeGetCapabilitiesResponse{Capabilities: caps}, nil
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: each(nodeCapabilities, func(c csi.NodeServiceCapability_RPC_Type) *csi.NodeServiceCapability {
+		return &csi.NodeServiceCapability{Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: c}}}
+	})}, nil
 }

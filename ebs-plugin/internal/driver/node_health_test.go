@@ -37,9 +37,7 @@ func TestNodeGetVolumeHealth(t *testing.T) {
 	}{
 		{
 			name: "healthy filesystem volume: no statuses",
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
+			req:  fsRequest,
 		},
 		{
 			name: "healthy raw block volume: the unused staging path is not checked",
@@ -66,68 +64,40 @@ func TestNodeGetVolumeHealth(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
+			req:  fsRequest,
 			want: []want{{reason: HealthPathNotFound, inMsg: []string{"volume_publish_path", "does not exist"}}},
 		},
 		{
-			name: "publish path no longer mounted",
-			breakIt: func(t *testing.T, r healthRig) {
-				if err := r.fm.Unmount(r.fsTarget); err != nil {
-					t.Fatal(err)
-				}
-			},
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
-			want: []want{{reason: HealthNotMounted, inMsg: []string{"volume_publish_path", "no longer a mount point"}}},
+			name:    "publish path no longer mounted",
+			breakIt: unmounting(func(r healthRig) []string { return []string{r.fsTarget} }),
+			req:     fsRequest,
+			want:    []want{{reason: HealthNotMounted, inMsg: []string{"volume_publish_path", "no longer a mount point"}}},
 		},
 		{
-			name: "raw block file no longer bound to the device",
-			breakIt: func(t *testing.T, r healthRig) {
-				if err := r.fm.Unmount(r.blockTarget); err != nil {
-					t.Fatal(err)
-				}
-			},
+			name:    "raw block file no longer bound to the device",
+			breakIt: unmounting(func(r healthRig) []string { return []string{r.blockTarget} }),
 			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
 				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.blockTarget}
 			},
 			want: []want{{reason: HealthNotMounted, inMsg: []string{"volume_publish_path"}}},
 		},
 		{
-			name: "staging and publish paths both unmounted: one entry naming both",
-			breakIt: func(t *testing.T, r healthRig) {
-				for _, p := range []string{r.fsTarget, r.staging} {
-					if err := r.fm.Unmount(p); err != nil {
-						t.Fatal(err)
-					}
-				}
-			},
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
-			want: []want{{reason: HealthNotMounted, inMsg: []string{"volume_publish_path", "staging_target_path"}}},
+			name:    "staging and publish paths both unmounted: one entry naming both",
+			breakIt: unmounting(func(r healthRig) []string { return []string{r.fsTarget, r.staging} }),
+			req:     fsRequest,
+			want:    []want{{reason: HealthNotMounted, inMsg: []string{"volume_publish_path", "staging_target_path"}}},
 		},
 		{
-			name: "staging unmounted while the bind mount still holds the device",
-			breakIt: func(t *testing.T, r healthRig) {
-				if err := r.fm.Unmount(r.staging); err != nil {
-					t.Fatal(err)
-				}
-			},
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
-			want: []want{{reason: HealthNotMounted, inMsg: []string{"staging_target_path"}}},
+			name:    "staging unmounted while the bind mount still holds the device",
+			breakIt: unmounting(func(r healthRig) []string { return []string{r.staging} }),
+			req:     fsRequest,
+			want:    []want{{reason: HealthNotMounted, inMsg: []string{"staging_target_path"}}},
 		},
 		{
 			name:    "device gone from under the mounts",
 			breakIt: func(t *testing.T, r healthRig) { delete(r.fm.Devices, "vol-1") },
-			req: func(r healthRig) *csi.NodeGetVolumeHealthRequest {
-				return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
-			},
-			want: []want{{reason: HealthDeviceNotFound, inMsg: []string{"volume_publish_path", "staging_target_path", "no longer on this node"}}},
+			req:     fsRequest,
+			want:    []want{{reason: HealthDeviceNotFound, inMsg: []string{"volume_publish_path", "staging_target_path", "no longer on this node"}}},
 		},
 		{
 			name:    "device of a raw block volume gone",
@@ -232,5 +202,21 @@ func TestNodeGetCapabilitiesAdvertisesVolumeHealth(t *testing.T) {
 	}
 	if !slices.Contains(got, csi.NodeServiceCapability_RPC_GET_VOLUME_HEALTH) || !slices.Contains(got, csi.NodeServiceCapability_RPC_GET_VOLUME_STATS) {
 		t.Fatalf("capabilities %v", got)
+	}
+}
+
+// fsRequest asks after the filesystem volume by its publish and staging paths.
+func fsRequest(r healthRig) *csi.NodeGetVolumeHealthRequest {
+	return &csi.NodeGetVolumeHealthRequest{VolumeId: "vol-1", VolumePublishPath: r.fsTarget, StagingTargetPath: r.staging}
+}
+
+// unmounting breaks the volume by unmounting the paths pick chooses from the rig, in order.
+func unmounting(pick func(r healthRig) []string) func(*testing.T, healthRig) {
+	return func(t *testing.T, r healthRig) {
+		for _, p := range pick(r) {
+			if err := r.fm.Unmount(p); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/flags"
+	"github.com/stowage-csi/stowage/shared/process"
 	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
@@ -30,27 +31,12 @@ const (
 	ExitUsage   = 2
 )
 
-// Common holds the flags every node sidecar has.
-type Common struct {
-	ShowVersion bool
-	Logging     *logsapi.LoggingConfiguration
-}
-
-// Register adds --version and the logging flags (-v, --vmodule, --logging-format, --log-flush-frequency, ...)
-// to fs.
-func Register(fs *flag.FlagSet) *Common {
-	c := &Common{Logging: logsapi.NewLoggingConfiguration()}
-	fs.BoolVar(&c.ShowVersion, "version", false, "Show version.")
-	logsapi.AddGoFlags(c.Logging, fs)
-	return c
-}
-
 // Process is one run of a node sidecar's binary.
 type Process struct {
 	Binary string
-	// Flags is the binary's flag set, with Common's flags and its own registered.
+	// Flags is the binary's flag set, with process.Flags and its own registered.
 	Flags  *flag.FlagSet
-	Common *Common
+	Common *process.Flags
 	// Validate checks the binary's own flags once parsed; each error names the flag at fault.
 	Validate func() error
 	// Run is the binary's work; it returns nil after a graceful stop.
@@ -65,12 +51,12 @@ type Config[C any] interface {
 	Validate() error
 }
 
-// New is the Process of the node sidecar binary: its flag set with Common's flags and those addFlags registers
+// New is the Process of the node sidecar binary: its flag set with process.Flags and those addFlags registers
 // into its configuration, that configuration's Validate, and run called with it once parsed; output goes to
 // the process's stdout and stderr.
 func New[C any, P Config[C]](binary string, addFlags func(*flag.FlagSet) P, run func(context.Context, C) error) Process {
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
-	common := Register(fs)
+	common := process.AddFlags(fs)
 	cfg := addFlags(fs)
 	return Process{
 		Binary:   binary,

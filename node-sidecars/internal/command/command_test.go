@@ -7,6 +7,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/stowage-csi/stowage/shared/process"
 )
 
 func TestMainExitStatus(t *testing.T) {
@@ -32,7 +34,7 @@ func TestMainExitStatus(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("test-binary", flag.ContinueOnError)
-			common := Register(fs)
+			common := process.AddFlags(fs)
 			fs.String("own", "", "a binary's own flag")
 			var stdout, stderr bytes.Buffer
 			ran := false

@@ -1,4 +1,4 @@
-// Package flagtest parses a node sidecar's command line in its tests as the binary does: Common's flags and
+// Package flagtest parses a node sidecar's command line in its tests as the binary does: process.Flags and
 // the sidecar's own in one flag set, then the configuration's Validate.
 package flagtest
 
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stowage-csi/stowage/node-sidecars/internal/command"
+	"github.com/stowage-csi/stowage/shared/process"
 )
 
 // Parse parses args into the configuration addFlags registers and returns it with Validate's error; args that
@@ -15,7 +16,7 @@ import (
 func Parse[C any, P command.Config[C]](t *testing.T, binary string, addFlags func(*flag.FlagSet) P, args []string) (P, error) {
 	t.Helper()
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
-	command.Register(fs)
+	process.AddFlags(fs)
 	cfg := addFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		t.Fatalf("parse %q: %v", args, err)

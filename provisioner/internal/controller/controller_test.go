@@ -95,12 +95,19 @@ func newQueues(t *testing.T, retryStart, retryMax time.Duration) Queues {
 // start runs a Controller over informers of kube with r until the test ends; wrap, if set, wraps the claim queue.
 func start(t *testing.T, r *recorder, kube *fake.Clientset, wrap func(workqueue.Queue[string]) workqueue.Queue[string]) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	factory := informers.NewSharedInformerFactory(kube, 0)
 	q := newQueues(t, 5*time.Millisecond, 20*time.Millisecond)
 	if wrap != nil {
 		q.Claims = wrap(q.Claims)
 	}
+	startWith(t, r, kube, q)
+}
+
+// startWith runs a Controller with queues q over informers of kube with r until the test ends, its informers
+// synced before it starts, and returns it.
+func startWith(t *testing.T, r *recorder, kube *fake.Clientset, q Queues) *Controller {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactory(kube, 0)
 	c, err := New(Config{Workers: 2, CloneWorkers: 1, SlowRetry: time.Hour}, r, Informers{
 		Claims:      factory.Core().V1().PersistentVolumeClaims().Informer(),
 		Volumes:     factory.Core().V1().PersistentVolumes().Informer(),
@@ -115,6 +122,7 @@ func start(t *testing.T, r *recorder, kube *fake.Clientset, wrap func(workqueue.
 	done := make(chan struct{})
 	go func() { c.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done; factory.Shutdown() })
+	return c
 }
 
 func newRecorder() *recorder {

@@ -67,17 +67,6 @@ func (c *Config) Run(ctx context.Context, env *sidecar.Env) error {
 	}
 
 	factory := kubeclient.NewInformerFactory(env.Clients.Kube, c.Resync)
-	gates := env.Flags.FeatureGates
-	slowSet := slow.New(env.Flags.RetryIntervalMax, nil)
-	ecfg := expand.Config{
-		Driver:           driver,
-		Client:           env.Clients.Kube,
-		PVLister:         factory.Core().V1().PersistentVolumes().Lister(),
-		Resizer:          resizer,
-		Events:           env.Events,
-		AnnotateFsResize: gates.Enabled(AnnotateFsResize),
-		Slow:             slowSet,
-	}
 	ccfg := controller.Config{
 		Driver:      driver,
 		PVCInformer: factory.Core().V1().PersistentVolumeClaims(),
@@ -85,23 +74,14 @@ func (c *Config) Run(ctx context.Context, env *sidecar.Env) error {
 		Workers:     env.Flags.WorkerThreads,
 	}
 	var ctrl *controller.Controller
-	if c.HandleVolumeInUseError && resizer != nil {
-		// Only with the flag: upstream's Pod cache is its top memory complaint.
-		podInf := factory.Core().V1().Pods().Informer()
-		pods, err := inuse.New(podInf, func(namespace, claim string) {
+	if resizer != nil {
+		// The Pod cache requeues claims through the controller built below, which exists before the informers start.
+		requeue := func(namespace, claim string) {
 			if ctrl != nil {
 				ctrl.Requeue(namespace, claim)
 			}
-		})
-		if err != nil {
-			return err
 		}
-		ecfg.InUse = pods
-		ccfg.Synced = []cache.InformerSynced{podInf.HasSynced}
-	}
-	if resizer != nil {
-		ccfg.Expand = expand.New(ecfg)
-		if ccfg.ExpandQueue, err = workqueue.New[string](env.Queues, env.QueueConfig(driver+"-pvc")); err != nil {
+		if err := addExpand(env, *c, factory, resizer, requeue, &ccfg); err != nil {
 			return err
 		}
 	}
@@ -145,6 +125,35 @@ func newResizer(ctx context.Context, env *sidecar.Env, csiClient *csiresize.Clie
 
 // addModify adds the modification of claims to ccfg: the VolumeAttributesClass informer, the handler and its
 // queue.
+// addExpand wires the expand side into ccfg: the handler over resizer, its queue and, with
+// --handle-volume-inuse-error, the Pod cache that tells it which claims are in use (only with the flag: upstream's
+// Pod cache is its top memory complaint).
+func addExpand(env *sidecar.Env, cfg Config, factory informers.SharedInformerFactory, resizer expand.Resizer,
+	requeue func(namespace, claim string), ccfg *controller.Config) error {
+	ecfg := expand.Config{
+		Driver:           env.DriverName,
+		Client:           env.Clients.Kube,
+		PVLister:         factory.Core().V1().PersistentVolumes().Lister(),
+		Resizer:          resizer,
+		Events:           env.Events,
+		AnnotateFsResize: env.Flags.FeatureGates.Enabled(AnnotateFsResize),
+		Slow:             slow.New(env.Flags.RetryIntervalMax, nil),
+	}
+	if cfg.HandleVolumeInUseError {
+		podInf := factory.Core().V1().Pods().Informer()
+		pods, err := inuse.New(podInf, requeue)
+		if err != nil {
+			return err
+		}
+		ecfg.InUse = pods
+		ccfg.Synced = []cache.InformerSynced{podInf.HasSynced}
+	}
+	ccfg.Expand = expand.New(ecfg)
+	q, err := workqueue.New[string](env.Queues, env.QueueConfig(env.DriverName+"-pvc"))
+	ccfg.ExpandQueue = q
+	return err
+}
+
 func addModify(env *sidecar.Env, cfg Config, factory informers.SharedInformerFactory, csiClient *csiresize.Client, ccfg *controller.Config) error {
 	ccfg.VACInformer = factory.Storage().V1().VolumeAttributesClasses()
 	ccfg.Modify = modify.New(modify.Config{

@@ -13,9 +13,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
-	"github.com/stowage-csi/stowage/shared/metrics"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
-	"github.com/stowage-csi/stowage/shared/workqueue"
+	"github.com/stowage-csi/stowage/shared/workqueue/queuetest"
 )
 
 // downHandler fails every sync while the driver is down, and counts the syncs of each claim, all and
@@ -61,20 +60,9 @@ func (h *downHandler) counts(name string) (syncs, ok int) {
 // sync succeeded.
 func TestDriverBackRetriesFailedClaims(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
 	client := sharedtestutil.NewClientset(testutil.PVC("c1", "pv1", "2Gi", "1Gi"))
 	factory := informers.NewSharedInformerFactory(client, 0)
-	qm, err := workqueue.NewMetrics(metrics.NewRegistry().Registerer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := func(name string) workqueue.Queue[string] {
-		q, err := workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Hour, RetryIntervalMax: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
+	queue := queuetest.SlowRetry(t)
 	expand, modify := newDownHandler(), newDownHandler()
 	c, err := New(Config{
 		Driver: testutil.Driver, PVCInformer: factory.Core().V1().PersistentVolumeClaims(), PVInformer: factory.Core().V1().PersistentVolumes(),
@@ -84,16 +72,7 @@ func TestDriverBackRetriesFailedClaims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory.Start(ctx.Done())
-	stopped := make(chan error, 1)
-	go func() { stopped <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("Run() = %v", err)
-		}
-		factory.Shutdown()
-	})
+	queuetest.RunController(t, ctx, factory, c.Run)
 	handlers := map[string]*downHandler{"expand": expand, "modify": modify}
 	waitFor := func(what, name string, cond func(syncs, ok int) bool) {
 		t.Helper()

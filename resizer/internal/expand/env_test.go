@@ -1,31 +1,20 @@
 package expand
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
-	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // env is one handler over a fake clientset; its PersistentVolume lister is refreshed from the clientset before
 // every sync, as an informer that has caught up would be.
 type env struct {
-	client  *fake.Clientset
-	csi     *testutil.FakeCSI
-	events  *record.FakeRecorder
-	pvs     cache.Indexer
+	*testutil.Env
 	handler *Handler
 }
 
@@ -36,25 +25,17 @@ type envOpts struct {
 
 func newEnv(t *testing.T, o envOpts, fakeCSI *testutil.FakeCSI, objs ...runtime.Object) *env {
 	t.Helper()
-	if fakeCSI == nil {
-		fakeCSI = &testutil.FakeCSI{}
-	}
-	e := &env{
-		client: sharedtestutil.NewClientset(objs...),
-		csi:    fakeCSI,
-		events: record.NewFakeRecorder(100),
-		pvs:    cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
-	}
-	var r Resizer = NewCSI(fakeCSI, e.client, false)
+	e := &env{Env: testutil.NewEnv(fakeCSI, objs...)}
+	var r Resizer = NewCSI(e.CSI, e.Client, false)
 	if o.trivial {
 		r = Trivial{}
 	}
 	e.handler = New(Config{
 		Driver:           testutil.Driver,
-		Client:           e.client,
-		PVLister:         corelisters.NewPersistentVolumeLister(e.pvs),
+		Client:           e.Client,
+		PVLister:         e.PVLister(),
 		Resizer:          r,
-		Events:           e.events,
+		Events:           e.Events,
 		AnnotateFsResize: true,
 		InUse:            o.inUse,
 		Slow:             slow.New(testutil.RetryMax, func() time.Time { return testutil.Now }),
@@ -66,44 +47,8 @@ func newEnv(t *testing.T, o envOpts, fakeCSI *testutil.FakeCSI, objs ...runtime.
 // sync runs the handler on the stored claim, with the actions list and Events emptied first.
 func (e *env) sync(t *testing.T, name string) (time.Duration, error) {
 	t.Helper()
-	e.refreshPVs(t)
-	pvc := e.pvc(t, name)
-	e.client.ClearActions()
-	testutil.Events(e.events)
-	_, ctx := ktesting.NewTestContext(t)
-	return e.handler.Sync(ctx, pvc)
-}
-
-// refreshPVs copies the stored PersistentVolumes into the handler's lister.
-func (e *env) refreshPVs(t *testing.T) {
-	t.Helper()
-	list, err := e.client.CoreV1().PersistentVolumes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		if err := e.pvs.Update(&list.Items[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func (e *env) pvc(t *testing.T, name string) *v1.PersistentVolumeClaim {
-	t.Helper()
-	pvc, err := e.client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get persistentvolumeclaim %s: %v", name, err)
-	}
-	return pvc
-}
-
-func (e *env) pv(t *testing.T, name string) *v1.PersistentVolume {
-	t.Helper()
-	pv, err := e.client.CoreV1().PersistentVolumes().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get persistentvolume %s: %v", name, err)
-	}
-	return pv
+	pvc := e.PVC(t, name)
+	return e.handler.Sync(e.BeforeSync(t), pvc)
 }
 
 // resizeState sets status.allocatedResources and allocatedResourceStatuses for storage.

@@ -8,13 +8,13 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 const gi = int64(1) << 30
@@ -231,18 +231,18 @@ func TestExpand(t *testing.T) {
 			if again != tc.wantAgain {
 				t.Errorf("Sync asked to be called again after %s, want %s", again, tc.wantAgain)
 			}
-			if got := testutil.Actions(e.client); !slices.Equal(got, tc.wantActions) {
+			if got := testutil.Actions(e.Client); !slices.Equal(got, tc.wantActions) {
 				t.Errorf("API requests = %q, want %q", got, tc.wantActions)
 			}
-			if bad := testutil.UnguardedPatches(e.client); len(bad) > 0 {
+			if bad := testutil.UnguardedPatches(e.Client); len(bad) > 0 {
 				t.Errorf("patches without a resourceVersion precondition: %q", bad)
 			}
-			wantExpands(t, e.csi, tc.wantExpand)
-			if got := testutil.Events(e.events); !slices.Equal(got, tc.wantEvents) {
+			wantExpands(t, e.CSI, tc.wantExpand)
+			if got := testutil.Events(e.Events); !slices.Equal(got, tc.wantEvents) {
 				t.Errorf("Events = %q, want %q", got, tc.wantEvents)
 			}
 			if tc.check != nil {
-				tc.check(t, e.pvc(t, "c1"), e.pv(t, "pv1"))
+				tc.check(t, e.PVC(t, "c1"), e.PV(t, "pv1"))
 			}
 		})
 	}
@@ -260,7 +260,7 @@ func TestInfeasibleWaitsUntilTheUserChangesTheRequest(t *testing.T) {
 	if err != nil || again != testutil.RetryMax {
 		t.Fatalf("second Sync = %s, %v; want %s, nil", again, err, testutil.RetryMax)
 	}
-	if got := testutil.Actions(e.client); len(got) != 0 {
+	if got := testutil.Actions(e.Client); len(got) != 0 {
 		t.Errorf("second Sync made requests %q, want none", got)
 	}
 	if len(fake.Expands) != 1 {
@@ -268,9 +268,9 @@ func TestInfeasibleWaitsUntilTheUserChangesTheRequest(t *testing.T) {
 	}
 
 	// The user asks for less: served at once.
-	pvc := e.pvc(t, "c1")
+	pvc := e.PVC(t, "c1")
 	pvc.Spec.Resources.Requests[v1.ResourceStorage] = mustQ("5Gi")
-	if _, err := e.client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Update(t.Context(), pvc, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Update(t.Context(), pvc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	fake.ExpandErr = nil
@@ -281,7 +281,7 @@ func TestInfeasibleWaitsUntilTheUserChangesTheRequest(t *testing.T) {
 	if n := len(fake.Expands); n != 2 || fake.Expands[1].CapacityRange.RequiredBytes != 5*gi {
 		t.Errorf("ControllerExpandVolume calls = %v, want a second one for 5Gi", fake.Expands)
 	}
-	wantState(t, e.pvc(t, "c1"), "5Gi", v1.PersistentVolumeClaimNodeResizePending)
+	wantState(t, e.PVC(t, "c1"), "5Gi", v1.PersistentVolumeClaimNodeResizePending)
 }
 
 // With --handle-volume-inuse-error, a volume the driver refused to expand while in use is not tried again
@@ -299,7 +299,7 @@ func TestInUseVolumeWaitsForItsPod(t *testing.T) {
 	if len(fake.Expands) != 1 {
 		t.Fatalf("ControllerExpandVolume called %d times while the volume is in use, want 1", len(fake.Expands))
 	}
-	if got := testutil.Events(e.events); !slices.Equal(got, []string{"Warning VolumeResizeFailed"}) {
+	if got := testutil.Events(e.Events); !slices.Equal(got, []string{"Warning VolumeResizeFailed"}) {
 		t.Errorf("Events while in use = %q", got)
 	}
 	used[testutil.Namespace+"/c1"] = false
@@ -314,18 +314,7 @@ func TestInUseVolumeWaitsForItsPod(t *testing.T) {
 
 func wantExpands(t *testing.T, f *testutil.FakeCSI, want *csi.ControllerExpandVolumeRequest) {
 	t.Helper()
-	if want == nil {
-		if len(f.Expands) != 0 {
-			t.Errorf("ControllerExpandVolume called %d times, want 0", len(f.Expands))
-		}
-		return
-	}
-	if len(f.Expands) != 1 {
-		t.Fatalf("ControllerExpandVolume called %d times, want 1", len(f.Expands))
-	}
-	if !proto.Equal(f.Expands[0], want) {
-		t.Errorf("ControllerExpandVolume request = %v, want %v", f.Expands[0], want)
-	}
+	sharedtestutil.WantRequest(t, "ControllerExpandVolume", f.Expands, want)
 }
 
 func wantState(t *testing.T, pvc *v1.PersistentVolumeClaim, allocated string, state v1.ClaimResourceStatus) {
@@ -363,14 +352,14 @@ func wantConditions(t *testing.T, pvc *v1.PersistentVolumeClaim, want ...v1.Pers
 func TestConflictRereadsTheClaimAndCallsTheDriverOnce(t *testing.T) {
 	fake := &testutil.FakeCSI{NodeExpansion: true}
 	e := newEnv(t, envOpts{}, fake, testutil.PVC("c1", "pv1", "2Gi", "1Gi"), testutil.PV("pv1", "vol-1", "1Gi", "c1"))
-	e.refreshPVs(t)
-	stale := e.pvc(t, "c1")
+	e.BeforeSync(t)
+	stale := e.PVC(t, "c1")
 	fresh := stale.DeepCopy()
 	fresh.Labels = map[string]string{"touched": "by someone else"}
-	if _, err := e.client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Update(t.Context(), fresh, metav1.UpdateOptions{}); err != nil {
+	if _, err := e.Client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Update(t.Context(), fresh, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.client.ClearActions()
+	e.Client.ClearActions()
 	if _, err := e.handler.Sync(t.Context(), stale); err != nil {
 		t.Fatalf("Sync: %v", err)
 	}
@@ -381,13 +370,13 @@ func TestConflictRereadsTheClaimAndCallsTheDriverOnce(t *testing.T) {
 		"patch persistentvolumes pv1",
 		"patch persistentvolumeclaims/status c1",
 	}
-	if got := testutil.Actions(e.client); !slices.Equal(got, want) {
+	if got := testutil.Actions(e.Client); !slices.Equal(got, want) {
 		t.Errorf("API requests = %q, want %q", got, want)
 	}
 	if len(fake.Expands) != 1 {
 		t.Errorf("ControllerExpandVolume called %d times, want 1", len(fake.Expands))
 	}
-	pvc := e.pvc(t, "c1")
+	pvc := e.PVC(t, "c1")
 	wantState(t, pvc, "2Gi", v1.PersistentVolumeClaimNodeResizePending)
 	if pvc.Labels["touched"] == "" {
 		t.Error("the other writer's change was lost")

@@ -1,7 +1,6 @@
 package modify
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -12,35 +11,22 @@ import (
 	"google.golang.org/protobuf/proto"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/stowage-csi/stowage/resizer/internal/slow"
 	"github.com/stowage-csi/stowage/resizer/internal/testutil"
-	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
 
 type env struct {
-	client  *fake.Clientset
-	csi     *testutil.FakeCSI
-	events  *record.FakeRecorder
-	pvs     cache.Indexer
+	*testutil.Env
 	handler *Handler
 }
 
 func newEnv(t *testing.T, extra bool, fakeCSI *testutil.FakeCSI, objs ...runtime.Object) *env {
 	t.Helper()
-	if fakeCSI == nil {
-		fakeCSI = &testutil.FakeCSI{}
-	}
-	e := &env{client: sharedtestutil.NewClientset(objs...), csi: fakeCSI, events: record.NewFakeRecorder(100),
-		pvs: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+	e := &env{Env: testutil.NewEnv(fakeCSI, objs...)}
 	vacs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	for _, o := range objs {
 		if vac, ok := o.(*storagev1.VolumeAttributesClass); ok {
@@ -48,8 +34,8 @@ func newEnv(t *testing.T, extra bool, fakeCSI *testutil.FakeCSI, objs ...runtime
 		}
 	}
 	e.handler = New(Config{
-		Driver: testutil.Driver, Client: e.client, CSI: fakeCSI, Events: e.events, ExtraMetadata: extra,
-		PVLister:  corelisters.NewPersistentVolumeLister(e.pvs),
+		Driver: testutil.Driver, Client: e.Client, CSI: e.CSI, Events: e.Events, ExtraMetadata: extra,
+		PVLister:  e.PVLister(),
 		VACLister: storagelisters.NewVolumeAttributesClassLister(vacs),
 		Slow:      slow.New(testutil.RetryMax, func() time.Time { return testutil.Now }),
 		Now:       func() time.Time { return testutil.Now },
@@ -57,39 +43,16 @@ func newEnv(t *testing.T, extra bool, fakeCSI *testutil.FakeCSI, objs ...runtime
 	return e
 }
 
+// sync runs the handler on claim c1, with the actions list and Events emptied first.
 func (e *env) sync(t *testing.T) (time.Duration, error) {
 	t.Helper()
-	list, err := e.client.CoreV1().PersistentVolumes().List(context.Background(), metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list.Items {
-		_ = e.pvs.Update(&list.Items[i])
-	}
 	pvc := e.pvc(t)
-	e.client.ClearActions()
-	testutil.Events(e.events)
-	_, ctx := ktesting.NewTestContext(t)
-	return e.handler.Sync(ctx, pvc)
+	return e.handler.Sync(e.BeforeSync(t), pvc)
 }
 
-func (e *env) pvc(t *testing.T) *v1.PersistentVolumeClaim {
-	t.Helper()
-	pvc, err := e.client.CoreV1().PersistentVolumeClaims(testutil.Namespace).Get(context.Background(), "c1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pvc
-}
+func (e *env) pvc(t *testing.T) *v1.PersistentVolumeClaim { return e.PVC(t, "c1") }
 
-func (e *env) pv(t *testing.T) *v1.PersistentVolume {
-	t.Helper()
-	pv, err := e.client.CoreV1().PersistentVolumes().Get(context.Background(), "pv1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pv
-}
+func (e *env) pv(t *testing.T) *v1.PersistentVolume { return e.PV(t, "pv1") }
 
 func ptr[T any](v T) *T { return &v }
 
@@ -228,19 +191,19 @@ func TestModify(t *testing.T) {
 			if again != tc.wantAgain {
 				t.Errorf("Sync asked to be called again after %s, want %s", again, tc.wantAgain)
 			}
-			if got := testutil.Actions(e.client); !slices.Equal(got, tc.wantActions) {
+			if got := testutil.Actions(e.Client); !slices.Equal(got, tc.wantActions) {
 				t.Errorf("API requests = %q, want %q", got, tc.wantActions)
 			}
-			if bad := testutil.UnguardedPatches(e.client); len(bad) > 0 {
+			if bad := testutil.UnguardedPatches(e.Client); len(bad) > 0 {
 				t.Errorf("patches without a resourceVersion precondition: %q", bad)
 			}
-			if tc.wantModify == nil && len(e.csi.Modifies) != 0 {
-				t.Errorf("ControllerModifyVolume called %d times, want 0", len(e.csi.Modifies))
+			if tc.wantModify == nil && len(e.CSI.Modifies) != 0 {
+				t.Errorf("ControllerModifyVolume called %d times, want 0", len(e.CSI.Modifies))
 			}
-			if tc.wantModify != nil && (len(e.csi.Modifies) != 1 || !proto.Equal(e.csi.Modifies[0], tc.wantModify)) {
-				t.Errorf("ControllerModifyVolume requests = %v, want one %v", e.csi.Modifies, tc.wantModify)
+			if tc.wantModify != nil && (len(e.CSI.Modifies) != 1 || !proto.Equal(e.CSI.Modifies[0], tc.wantModify)) {
+				t.Errorf("ControllerModifyVolume requests = %v, want one %v", e.CSI.Modifies, tc.wantModify)
 			}
-			if got := testutil.Events(e.events); !slices.Equal(got, tc.wantEvents) {
+			if got := testutil.Events(e.Events); !slices.Equal(got, tc.wantEvents) {
 				t.Errorf("Events = %q, want %q", got, tc.wantEvents)
 			}
 			if tc.check != nil {
@@ -262,7 +225,7 @@ func TestInfeasibleClassWaits(t *testing.T) {
 	if again, err := e.sync(t); err != nil || again != testutil.RetryMax {
 		t.Fatalf("second Sync = %s, %v", again, err)
 	}
-	if got := testutil.Actions(e.client); len(got) != 0 {
+	if got := testutil.Actions(e.Client); len(got) != 0 {
 		t.Errorf("second Sync made requests %q, want none", got)
 	}
 	if len(fakeCSI.Modifies) != 1 {

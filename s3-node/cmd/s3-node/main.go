@@ -4,20 +4,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"time"
-
-	logsapi "k8s.io/component-base/logs/api/v1"
-	_ "k8s.io/component-base/logs/json/register" // --logging-format=json
-	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/s3-node/internal/app"
 	"github.com/stowage-csi/stowage/s3-node/internal/unmounter"
+	"github.com/stowage-csi/stowage/shared/process"
 	"github.com/stowage-csi/stowage/shared/s3api"
-	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 )
 
@@ -27,24 +21,22 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// options is the parsed command line and environment.
 type options struct {
-	cfg         app.Config
-	logging     *logsapi.LoggingConfiguration
-	showVersion bool
+	cfg app.Config
+	*process.Flags
 }
 
 func parseArgs(args []string, getenv func(string) string) (*options, error) {
 	fs := flag.NewFlagSet(binary, flag.ContinueOnError)
-	o := &options{logging: logsapi.NewLoggingConfiguration()}
+	o := &options{Flags: process.AddFlags(fs)}
 	c := &o.cfg
 	c.Version, c.Env = version.Version, getenv
 	fs.StringVar(&c.Endpoint, "endpoint", "unix://tmp/csi.sock", "CSI endpoint (unix:///path or tcp://host:port).")
 	fs.StringVar(&c.NodeID, "node-id", getenv("CSI_NODE_NAME"), "This node's name (default $CSI_NODE_NAME); required.")
 	fs.StringVar(&c.MountpointVersion, "mp-version", getenv("MOUNTPOINT_VERSION"), "Mountpoint version, reported in --version (default $MOUNTPOINT_VERSION).")
-	fs.BoolVar(&o.showVersion, "version", false, "Print the version and exit.")
 	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "Kubeconfig; in-cluster configuration when empty. Stowage addition, for running outside a Pod.")
 	fs.DurationVar(&c.UnmountInterval, "unmount-sweep-interval", unmounter.DefaultInterval, "How often Mountpoint Pods marked needs-unmount and dangling source mounts are looked for, besides Pod updates. Stowage addition (upstream: fixed 2m).")
-	logsapi.AddGoFlags(o.logging, fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -68,27 +60,11 @@ func parseArgs(args []string, getenv func(string) string) (*options, error) {
 func run(args []string) int {
 	o, err := parseArgs(args, os.Getenv)
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
-		}
-		return 2
+		return process.ParseFailed(os.Stderr, binary, err)
 	}
-	if o.showVersion {
+	if o.ShowVersion {
 		fmt.Printf("%s %s (Mountpoint %s)\n", binary, version.Version, o.cfg.MountpointVersion)
 		return 0
 	}
-	if err := logsapi.ValidateAndApply(o.logging, nil); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", binary, err)
-		return 2
-	}
-	logger := klog.Background().WithName(binary)
-	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
-	defer stop()
-	start := time.Now()
-	if err := app.Run(ctx, o.cfg); err != nil {
-		logger.Error(err, "s3-node stopped", "after", time.Since(start).Round(time.Second))
-		klog.Flush()
-		return 1
-	}
-	return 0
+	return process.Main(os.Stderr, binary, o.Logging, func(ctx context.Context) error { return app.Run(ctx, o.cfg) })
 }

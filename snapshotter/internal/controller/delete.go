@@ -100,17 +100,21 @@ func (c *Controller) boundContent(vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnap
 	default:
 		return nil, nil
 	}
-	content, err := c.content(name)
+	return referringBack(name, c.content, func(content *snapv1.VolumeSnapshotContent) bool { return refersTo(content, vs) })
+}
+
+// referringBack reads the named content (or group content) with get and returns it if it refers back to the
+// snapshot, as refersBack tells; nil if it does not or is gone.
+func referringBack[T any](name string, get func(string) (T, error), refersBack func(T) bool) (T, error) {
+	var none T
+	obj, err := get(name)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return none, nil
 	}
-	if err != nil {
-		return nil, err
+	if err != nil || !refersBack(obj) {
+		return none, err
 	}
-	if !refersTo(content, vs) {
-		return nil, nil
-	}
-	return content, nil
+	return obj, nil
 }
 
 // markBeingDeleted sets volumesnapshot-being-deleted on content: csi-snapshotter deletes the storage snapshot

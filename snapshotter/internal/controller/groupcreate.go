@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
@@ -118,31 +117,6 @@ func (c *Controller) groupVolumes(ctx context.Context, gs *groupv1.VolumeGroupSn
 // whose templates may use ${volumegroupsnapshotcontent.name}, ${volumegroupsnapshot.namespace} and, in the
 // name only, ${volumegroupsnapshot.name}. Nil when the class names no secret.
 func groupSecretRef(params map[string]string, contentName string, gs *groupv1.VolumeGroupSnapshot) (*v1.SecretReference, error) {
-	nameT, hasName := params[snapapi.ParamGroupSnapshotterSecretName]
-	nsT, hasNS := params[snapapi.ParamGroupSnapshotterSecretNamespace]
-	switch {
-	case !hasName && !hasNS:
-		return nil, nil
-	case hasName != hasNS:
-		return nil, fmt.Errorf("either name and namespace for group snapshotter secrets specified, Both must be specified")
-	case nameT == "" || nsT == "":
-		return nil, fmt.Errorf("group snapshotter secrets specified in parameters but value of either namespace or name is empty")
-	}
-	vars := map[string]string{"volumegroupsnapshotcontent.name": contentName, "volumegroupsnapshot.namespace": gs.Namespace}
-	ns, err := resolveTemplate(nsT, vars)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", snapapi.ParamGroupSnapshotterSecretNamespace, err)
-	}
-	if len(validation.IsDNS1123Label(ns)) > 0 {
-		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid namespace name", snapapi.ParamGroupSnapshotterSecretNamespace, nsT, ns)
-	}
-	vars["volumegroupsnapshot.name"] = gs.Name
-	name, err := resolveTemplate(nameT, vars)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", snapapi.ParamGroupSnapshotterSecretName, err)
-	}
-	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid secret name", snapapi.ParamGroupSnapshotterSecretName, nameT, name)
-	}
-	return &v1.SecretReference{Name: name, Namespace: ns}, nil
+	return resolveSecretRef(params, secretParams{snapapi.ParamGroupSnapshotterSecretName, snapapi.ParamGroupSnapshotterSecretNamespace,
+		"group snapshotter", "volumegroupsnapshotcontent", "volumegroupsnapshot"}, contentName, gs)
 }

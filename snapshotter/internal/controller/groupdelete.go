@@ -97,17 +97,7 @@ func (c *Controller) boundGroupContent(gs *groupv1.VolumeGroupSnapshot) (*groupv
 	default:
 		return nil, nil
 	}
-	gc, err := c.groupContent(name)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !groupRefersTo(gc, gs) {
-		return nil, nil
-	}
-	return gc, nil
+	return referringBack(name, c.groupContent, func(gc *groupv1.VolumeGroupSnapshotContent) bool { return groupRefersTo(gc, gs) })
 }
 
 // markGroupBeingDeleted sets volumegroupsnapshot-being-deleted on gc, with a merge patch of that one key under

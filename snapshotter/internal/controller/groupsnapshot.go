@@ -10,8 +10,6 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/controller/opmetrics"
@@ -217,51 +215,25 @@ func (c *Controller) syncReadyGroup(ctx context.Context, gs *groupv1.VolumeGroup
 
 // groupErrorStatus is errorStatus for group snapshots.
 func (c *Controller) groupErrorStatus(ctx context.Context, gs *groupv1.VolumeGroupSnapshot, notReady bool, eventType, reason, message string) {
-	c.cfg.Events.Event(gs, eventType, reason, message)
-	if gs.Status != nil && gs.Status.Error != nil && gs.Status.Error.Message != nil && *gs.Status.Error.Message == message {
-		return
+	fields := func(gs *groupv1.VolumeGroupSnapshot, create bool) (**snapv1.VolumeSnapshotError, **bool) {
+		if gs.Status == nil && create {
+			gs.Status = &groupv1.VolumeGroupSnapshotStatus{}
+		} else if gs.Status == nil {
+			return nil, nil
+		}
+		return &gs.Status.Error, &gs.Status.ReadyToUse
 	}
-	now := metav1.Now()
-	_, err := patch.RetryOnConflict(ctx, gs, c.getGroupSnapshot(gs), func(ctx context.Context, gs *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshot, error) {
-		return patch.Status(ctx, c.groupSnapshotPatch(gs.Namespace), gs, func(gs *groupv1.VolumeGroupSnapshot) {
-			if gs.Status == nil {
-				gs.Status = &groupv1.VolumeGroupSnapshotStatus{}
-			}
-			gs.Status.Error = &snapv1.VolumeSnapshotError{Time: &now, Message: &message}
-			if notReady {
-				gs.Status.ReadyToUse = new(false)
-			}
-		})
-	})
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "Recording the error in the VolumeGroupSnapshot status failed", "reason", reason)
-	}
+	recordError(ctx, gs, c.getGroupSnapshot(gs), c.groupSnapshotPatch(gs.Namespace), fields, c.cfg.Events, notReady, eventType, reason, message)
 }
 
 // updateGroupStatus copies the group content's status onto the group snapshot with one status patch, by
 // upstream's rules: the bound name and creation time are set once, readyToUse and the error follow the content.
 func (c *Controller) updateGroupStatus(ctx context.Context, gs *groupv1.VolumeGroupSnapshot, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshot, error) {
-	before := gs
-	updated, err := patch.RetryOnConflict(ctx, gs, c.getGroupSnapshot(gs), func(ctx context.Context, gs *groupv1.VolumeGroupSnapshot) (*groupv1.VolumeGroupSnapshot, error) {
-		before = gs
-		return patch.Status(ctx, c.groupSnapshotPatch(gs.Namespace), gs, func(gs *groupv1.VolumeGroupSnapshot) {
-			gs.Status = mergeGroupStatus(gs.Status, gc)
-		})
-	})
-	if err != nil {
-		return gs, fmt.Errorf("volumegroupsnapshot %s/%s status: %w", gs.Namespace, gs.Name, err)
-	}
-	key := gs.Namespace + "/" + gs.Name
 	created := func(gs *groupv1.VolumeGroupSnapshot) bool { return gs.Status != nil && gs.Status.CreationTime != nil }
-	if !created(before) && created(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshot, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotCreated", fmt.Sprintf("GroupSnapshot %s was successfully created by the CSI driver.", key))
-	}
-	if !isGroupReady(before) && isGroupReady(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateGroupSnapshotAndReady, gs.UID, opmetrics.StatusSuccess, gc.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "GroupSnapshotReady", fmt.Sprintf("GroupSnapshot %s is ready to use.", key))
-	}
-	return updated, nil
+	return writeStatus(ctx, c, gs, c.getGroupSnapshot(gs), c.groupSnapshotPatch(gs.Namespace),
+		func(gs *groupv1.VolumeGroupSnapshot) { gs.Status = mergeGroupStatus(gs.Status, gc) }, "volumegroupsnapshot", gc.Spec.Driver,
+		statusStep[*groupv1.VolumeGroupSnapshot]{created, opmetrics.CreateGroupSnapshot, "GroupSnapshotCreated", "GroupSnapshot %s was successfully created by the CSI driver."},
+		statusStep[*groupv1.VolumeGroupSnapshot]{isGroupReady, opmetrics.CreateGroupSnapshotAndReady, "GroupSnapshotReady", "GroupSnapshot %s is ready to use."})
 }
 
 // mergeGroupStatus returns the group snapshot status old updated from gc's status.

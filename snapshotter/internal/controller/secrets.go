@@ -7,6 +7,7 @@ import (
 
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
@@ -17,33 +18,47 @@ import (
 // name only, ${volumesnapshot.name}. Nil when the class names no secret. The result is recorded on the content
 // (deletion-secret annotations), so DeleteSnapshot still has it after the class is gone.
 func secretRef(params map[string]string, contentName string, vs *snapv1.VolumeSnapshot) (*v1.SecretReference, error) {
-	nameT, hasName := params[snapapi.ParamSnapshotterSecretName]
-	nsT, hasNS := params[snapapi.ParamSnapshotterSecretNamespace]
+	return resolveSecretRef(params, secretParams{snapapi.ParamSnapshotterSecretName, snapapi.ParamSnapshotterSecretNamespace,
+		"snapshotter", "volumesnapshotcontent", "volumesnapshot"}, contentName, vs)
+}
+
+// secretParams are the class parameters that name a secret, and what the secret and its templates' variables are
+// called for one kind of snapshot.
+type secretParams struct {
+	nameKey, namespaceKey string
+	// what names the secret in errors ("snapshotter"); content and snapshot prefix the template variables
+	// ("volumesnapshotcontent" for ${volumesnapshotcontent.name}, "volumesnapshot").
+	what, content, snapshot string
+}
+
+// resolveSecretRef resolves the secret the parameters p names, with the templates' variables from the content
+// name and the snapshot obj (its name only in the secret's name); nil when the class names no secret.
+func resolveSecretRef(params map[string]string, p secretParams, contentName string, obj metav1.Object) (*v1.SecretReference, error) {
+	nameT, hasName := params[p.nameKey]
+	nsT, hasNS := params[p.namespaceKey]
 	switch {
 	case !hasName && !hasNS:
 		return nil, nil
 	case hasName != hasNS:
-		return nil, fmt.Errorf("either name and namespace for snapshotter secrets specified, Both must be specified")
+		return nil, fmt.Errorf("either name and namespace for %s secrets specified, Both must be specified", p.what)
 	case nameT == "" || nsT == "":
-		return nil, fmt.Errorf("snapshotter secrets specified in parameters but value of either namespace or name is empty")
+		return nil, fmt.Errorf("%s secrets specified in parameters but value of either namespace or name is empty", p.what)
 	}
-	ns, err := resolveTemplate(nsT, map[string]string{
-		"volumesnapshotcontent.name": contentName, "volumesnapshot.namespace": vs.Namespace,
-	})
+	vars := map[string]string{p.content + ".name": contentName, p.snapshot + ".namespace": obj.GetNamespace()}
+	ns, err := resolveTemplate(nsT, vars)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", snapapi.ParamSnapshotterSecretNamespace, err)
+		return nil, fmt.Errorf("%s: %w", p.namespaceKey, err)
 	}
 	if len(validation.IsDNS1123Label(ns)) > 0 {
-		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid namespace name", snapapi.ParamSnapshotterSecretNamespace, nsT, ns)
+		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid namespace name", p.namespaceKey, nsT, ns)
 	}
-	name, err := resolveTemplate(nameT, map[string]string{
-		"volumesnapshotcontent.name": contentName, "volumesnapshot.namespace": vs.Namespace, "volumesnapshot.name": vs.Name,
-	})
+	vars[p.snapshot+".name"] = obj.GetName()
+	name, err := resolveTemplate(nameT, vars)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", snapapi.ParamSnapshotterSecretName, err)
+		return nil, fmt.Errorf("%s: %w", p.nameKey, err)
 	}
 	if len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid secret name", snapapi.ParamSnapshotterSecretName, nameT, name)
+		return nil, fmt.Errorf("%s: %q resolved to %q which is not a valid secret name", p.nameKey, nameT, name)
 	}
 	return &v1.SecretReference{Name: name, Namespace: ns}, nil
 }

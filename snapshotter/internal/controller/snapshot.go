@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/patch"
@@ -197,24 +198,40 @@ func (c *Controller) syncReady(ctx context.Context, vs *snapv1.VolumeSnapshot) e
 // errorStatus records message in status.error (and readyToUse=false when asked) and as an Event with reason.
 // The same message already recorded is not written again, so a retry loop does not rewrite the status.
 func (c *Controller) errorStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, notReady bool, eventType, reason, message string) {
-	c.cfg.Events.Event(vs, eventType, reason, message)
-	if vs.Status != nil && vs.Status.Error != nil && vs.Status.Error.Message != nil && *vs.Status.Error.Message == message {
+	fields := func(vs *snapv1.VolumeSnapshot, create bool) (**snapv1.VolumeSnapshotError, **bool) {
+		if vs.Status == nil && create {
+			vs.Status = &snapv1.VolumeSnapshotStatus{}
+		} else if vs.Status == nil {
+			return nil, nil
+		}
+		return &vs.Status.Error, &vs.Status.ReadyToUse
+	}
+	recordError(ctx, vs, c.getSnapshot(vs), c.snapshotPatch(vs.Namespace), fields, c.cfg.Events, notReady, eventType, reason, message)
+}
+
+// recordError is errorStatus for a snapshot or a group snapshot: the Event, then, unless the status already
+// holds message, the error (and readyToUse=false when notReady) in one status patch, re-reading with get after a
+// conflict. fields points at the status's error and readyToUse, creating the status when asked (nil pointers
+// for none). A failed write is only logged: the Event has been recorded.
+func recordError[T patch.Object](ctx context.Context, obj T, get func(context.Context) (T, error), patchFn patch.Func[T],
+	fields func(obj T, create bool) (**snapv1.VolumeSnapshotError, **bool),
+	events record.EventRecorder, notReady bool, eventType, reason, message string) {
+	events.Event(obj, eventType, reason, message)
+	if last, _ := fields(obj, false); last != nil && *last != nil && (*last).Message != nil && *(*last).Message == message {
 		return
 	}
 	now := metav1.Now()
-	_, err := patch.RetryOnConflict(ctx, vs, c.getSnapshot(vs), func(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
-		return patch.Status(ctx, c.snapshotPatch(vs.Namespace), vs, func(vs *snapv1.VolumeSnapshot) {
-			if vs.Status == nil {
-				vs.Status = &snapv1.VolumeSnapshotStatus{}
-			}
-			vs.Status.Error = &snapv1.VolumeSnapshotError{Time: &now, Message: &message}
+	_, err := patch.RetryOnConflict(ctx, obj, get, func(ctx context.Context, cur T) (T, error) {
+		return patch.Status(ctx, patchFn, cur, func(v T) {
+			errp, ready := fields(v, true)
+			*errp = &snapv1.VolumeSnapshotError{Time: &now, Message: &message}
 			if notReady {
-				vs.Status.ReadyToUse = new(false)
+				*ready = new(false)
 			}
 		})
 	})
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Recording the error in the VolumeSnapshot status failed", "reason", reason)
+		klog.FromContext(ctx).Error(err, "Recording the error in the status failed", "object", klog.KObj(obj), "reason", reason)
 	}
 }
 

@@ -18,24 +18,40 @@ import (
 // bound name and creation time are set once, readyToUse follows the content, restoreSize is set once (or when it
 // was 0), the error follows the content's. It records SnapshotCreated and SnapshotReady on the transitions.
 func (c *Controller) updateStatus(ctx context.Context, vs *snapv1.VolumeSnapshot, content *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshot, error) {
-	before := vs
-	updated, err := patch.RetryOnConflict(ctx, vs, c.getSnapshot(vs), func(ctx context.Context, vs *snapv1.VolumeSnapshot) (*snapv1.VolumeSnapshot, error) {
-		before = vs
-		return patch.Status(ctx, c.snapshotPatch(vs.Namespace), vs, func(vs *snapv1.VolumeSnapshot) {
-			vs.Status = mergeStatus(vs.Status, content)
-		})
+	return writeStatus(ctx, c, vs, c.getSnapshot(vs), c.snapshotPatch(vs.Namespace),
+		func(vs *snapv1.VolumeSnapshot) { vs.Status = mergeStatus(vs.Status, content) }, "volumesnapshot", content.Spec.Driver,
+		statusStep[*snapv1.VolumeSnapshot]{isCreated, opmetrics.CreateSnapshot, "SnapshotCreated", "Snapshot %s was successfully created by the CSI driver."},
+		statusStep[*snapv1.VolumeSnapshot]{isReady, opmetrics.CreateSnapshotAndReady, "SnapshotReady", "Snapshot %s is ready to use."})
+}
+
+// statusStep is a step of creation a status write can reach: counted in the operation metrics and announced
+// with an Event, once, by the write that reaches it.
+type statusStep[T any] struct {
+	reached func(T) bool
+	op      string
+	// reason and message are the Event's; message has a %s for the snapshot's namespace/name.
+	reason, message string
+}
+
+// writeStatus is the status write of a snapshot or a group snapshot: merge applied in one status patch,
+// re-reading with get after a conflict, then each step that write reached counted and announced. kind names
+// the object in errors; driver labels the metrics.
+func writeStatus[T patch.Object](ctx context.Context, c *Controller, obj T, get func(context.Context) (T, error),
+	patchFn patch.Func[T], merge func(T), kind, driver string, steps ...statusStep[T]) (T, error) {
+	before := obj
+	updated, err := patch.RetryOnConflict(ctx, obj, get, func(ctx context.Context, cur T) (T, error) {
+		before = cur
+		return patch.Status(ctx, patchFn, cur, merge)
 	})
 	if err != nil {
-		return vs, fmt.Errorf("volumesnapshot %s/%s status: %w", vs.Namespace, vs.Name, err)
+		return obj, fmt.Errorf("%s %s/%s status: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
-	key := vs.Namespace + "/" + vs.Name
-	if !isCreated(before) && isCreated(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateSnapshot, vs.UID, opmetrics.StatusSuccess, content.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "SnapshotCreated", fmt.Sprintf("Snapshot %s was successfully created by the CSI driver.", key))
-	}
-	if !isReady(before) && isReady(updated) {
-		c.cfg.Metrics.Record(opmetrics.CreateSnapshotAndReady, vs.UID, opmetrics.StatusSuccess, content.Spec.Driver)
-		c.cfg.Events.Event(updated, v1.EventTypeNormal, "SnapshotReady", fmt.Sprintf("Snapshot %s is ready to use.", key))
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	for _, s := range steps {
+		if !s.reached(before) && s.reached(updated) {
+			c.cfg.Metrics.Record(s.op, obj.GetUID(), opmetrics.StatusSuccess, driver)
+			c.cfg.Events.Event(updated, v1.EventTypeNormal, s.reason, fmt.Sprintf(s.message, key))
+		}
 	}
 	return updated, nil
 }

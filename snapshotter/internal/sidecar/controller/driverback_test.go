@@ -15,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/stowage-csi/stowage/shared/metrics"
 	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
-	"github.com/stowage-csi/stowage/shared/workqueue"
+	"github.com/stowage-csi/stowage/shared/workqueue/queuetest"
 	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/sidecartest"
 )
 
@@ -94,17 +93,7 @@ func TestDriverBackRetriesFailedContents(t *testing.T) {
 	//lint:ignore SA1019 the snapshot client module generates no apply configurations, so it has no NewClientset.
 	client := snapfake.NewSimpleClientset(content, groupContent("g1"))
 	factory := snapinformers.NewSharedInformerFactory(client, 0)
-	qm, err := workqueue.NewMetrics(metrics.NewRegistry().Registerer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := func(name string) workqueue.Queue[string] {
-		q, err := workqueue.New[string](qm, workqueue.Config{Name: name, RetryIntervalStart: time.Hour, RetryIntervalMax: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
+	queue := queuetest.SlowRetry(t)
 	contents, groups := newDownDriver(), newDownDriver()
 	// One worker per queue takes keys in order, which the check that nothing else was retried relies on.
 	ctrl, err := New(Config{

@@ -1,5 +1,6 @@
-// Package csisnap holds the CSI controller calls csi-snapshotter makes: CreateSnapshot, DeleteSnapshot and
-// ListSnapshots for one snapshot ID, each bounded by the --timeout flag.
+// Package csisnap holds the CSI calls csi-snapshotter makes: CreateSnapshot, DeleteSnapshot and ListSnapshots
+// for one snapshot ID, and the GroupController's Create, Delete and GetVolumeGroupSnapshot, each bounded by the
+// --timeout flag.
 package csisnap
 
 import (
@@ -27,11 +28,17 @@ func (c *Client) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequ
 	if err != nil {
 		return nil, err
 	}
-	if rsp.GetSnapshot().GetSnapshotId() == "" {
-		// Without an ID nothing can ever delete the snapshot: treat it as "maybe created", never as done.
-		return nil, status.Errorf(codes.Unavailable, "CreateSnapshot %q: the driver returned no snapshot_id", req.GetName())
+	return withID(rsp.GetSnapshot(), rsp.GetSnapshot().GetSnapshotId(), "CreateSnapshot", req.GetName(), "snapshot_id")
+}
+
+// withID returns what a create call answered with, unless it carries no ID: without one nothing can ever
+// delete the snapshot or group, so it is "maybe created" (Unavailable, retried), never done.
+func withID[T any](created T, id, call, name, field string) (T, error) {
+	if id == "" {
+		var none T
+		return none, status.Errorf(codes.Unavailable, "%s %q: the driver returned no %s", call, name, field)
 	}
-	return rsp.GetSnapshot(), nil
+	return created, nil
 }
 
 // DeleteSnapshot calls DeleteSnapshot.
@@ -53,4 +60,37 @@ func (c *Client) GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest)
 		}
 	}
 	return nil, status.Errorf(codes.NotFound, "ListSnapshots: the driver lists no snapshot with snapshot_id %q", req.GetSnapshotId())
+}
+
+// GroupClient makes csi-snapshotter's GroupController calls over one gRPC connection.
+type GroupClient csiconn.Bounded[csi.GroupControllerClient]
+
+// NewGroup returns a GroupClient whose every call is bounded by timeout.
+func NewGroup(group csi.GroupControllerClient, timeout time.Duration) *GroupClient {
+	return &GroupClient{Client: group, Timeout: timeout}
+}
+
+// CreateGroup calls CreateVolumeGroupSnapshot and returns the group the driver answered with.
+func (c *GroupClient) CreateGroup(ctx context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.CreateVolumeGroupSnapshot, req)
+	if err != nil {
+		return nil, err
+	}
+	group := rsp.GetGroupSnapshot()
+	return withID(group, group.GetGroupSnapshotId(), "CreateVolumeGroupSnapshot", req.GetName(), "group_snapshot_id")
+}
+
+// DeleteGroup calls DeleteVolumeGroupSnapshot.
+func (c *GroupClient) DeleteGroup(ctx context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) error {
+	_, err := csiconn.Call(ctx, c.Timeout, c.Client.DeleteVolumeGroupSnapshot, req)
+	return err
+}
+
+// GetGroup calls GetVolumeGroupSnapshot.
+func (c *GroupClient) GetGroup(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
+	rsp, err := csiconn.Call(ctx, c.Timeout, c.Client.GetVolumeGroupSnapshot, req)
+	if err != nil {
+		return nil, err
+	}
+	return rsp.GetGroupSnapshot(), nil
 }

@@ -113,14 +113,18 @@ func (h *Handler) snapshotName(c *snapv1.VolumeSnapshotContent) (string, error) 
 	if uid == "" {
 		return "", fmt.Errorf("volumesnapshotcontent %s: spec.volumeSnapshotRef.uid is empty; the content is not bound to a VolumeSnapshot yet", c.Name)
 	}
-	if h.cfg.NameUUIDLength < 0 {
-		return h.cfg.NamePrefix + "-" + uid, nil
+	return createName(h.cfg.NamePrefix, h.cfg.NameUUIDLength, uid), nil
+}
+
+// createName is the name a create call of a snapshot or a group snapshot goes under: prefix, a dash and the
+// object's UID, without its dashes and cut to uuidLength when that is not negative
+// (--snapshot-name-uuid-length, --groupsnapshot-name-uuid-length).
+func createName(prefix string, uuidLength int, uid string) string {
+	if uuidLength < 0 {
+		return prefix + "-" + uid
 	}
 	short := strings.ReplaceAll(uid, "-", "")
-	if h.cfg.NameUUIDLength < len(short) {
-		short = short[:h.cfg.NameUUIDLength]
-	}
-	return h.cfg.NamePrefix + "-" + short, nil
+	return prefix + "-" + short[:min(uuidLength, len(short))]
 }
 
 // reservedStripped are a class's parameters for the driver: the csi.storage.k8s.io/ keys are the

@@ -12,8 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
-	"github.com/stowage-csi/stowage/shared/ownwrites"
-	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -88,31 +86,13 @@ func (h *Handler) deleteSnapshot(ctx context.Context, c *snapv1.VolumeSnapshotCo
 	return nil
 }
 
-// release removes the bound-protection finalizer and a leftover being-created annotation in one patch
-// preconditioned on the version in hand, re-reading after a conflict.
+// release removes the bound-protection finalizer and a leftover being-created annotation.
 func (h *Handler) release(ctx context.Context, c *snapv1.VolumeSnapshotContent) error {
 	contents := h.cfg.Client.SnapshotV1().VolumeSnapshotContents()
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	_, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		out, err := patch.Mutate(ctx, contents.Patch, cur, func(v *snapv1.VolumeSnapshotContent) {
-			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.ContentBoundFinalizer })
-			delete(v.Annotations, snapapi.AnnBeingCreated)
-		})
-		if err == nil && cur.DeletionTimestamp != nil {
-			// Removing the last finalizer of a deleted object deletes it, and the answer may carry the version
-			// it replaced: marked here, so a sync of the cached copy before this write waits instead of deleting
-			// the snapshot a second time.
-			h.tracker.Superseded(cur.UID, cur.ResourceVersion)
-		}
-		return out, err
-	})
-	if err != nil {
-		return fmt.Errorf("volumesnapshotcontent %s: removing finalizer %s: %w", c.Name, snapapi.ContentBoundFinalizer, err)
-	}
-	klog.FromContext(ctx).V(2).Info("Released volumesnapshotcontent", "finalizer", snapapi.ContentBoundFinalizer)
-	return nil
+	return release(ctx, h.tracker, c, get, contents.Patch, "volumesnapshotcontent", snapapi.ContentBoundFinalizer, snapapi.AnnBeingCreated)
 }
 
 func beingCreated(c *snapv1.VolumeSnapshotContent) bool {

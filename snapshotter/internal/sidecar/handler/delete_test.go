@@ -122,16 +122,7 @@ func TestDelete(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t, tt.csi, tt.content, tt.objs, nil)
-			again, err := e.h.Sync(testContext(t), e.stored(t, tt.content.Name))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
-			}
-			if again != 0 {
-				t.Errorf("Sync asked to look again after %s", again)
-			}
-			wantStrings(t, "snapshot API requests", sidecartest.Actions(e.snap), tt.wantSnap)
-			wantStrings(t, "core API requests", sidecartest.Actions(e.kube), tt.wantKube)
-			wantStrings(t, "events", e.eventReasons(), tt.wantEvents)
+			e.syncStored(t, tt.content.Name, syncWant{err: tt.wantErr, snap: tt.wantSnap, kube: tt.wantKube, evs: tt.wantEvents})
 			if len(e.csi.Creates) != tt.wantCreates {
 				t.Errorf("CreateSnapshot called %d times, want %d", len(e.csi.Creates), tt.wantCreates)
 			}
@@ -219,16 +210,7 @@ func TestRefresh(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := setup(t, tt.csi, tt.content, tt.objs, func(c *Config) { c.ListSnapshots = !tt.noList })
-			again, err := e.h.Sync(testContext(t), e.stored(t, tt.content.Name))
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)
-			}
-			if again != tt.wantAgain {
-				t.Errorf("Sync asked to look again after %s, want %s", again, tt.wantAgain)
-			}
-			wantStrings(t, "snapshot API requests", sidecartest.Actions(e.snap), tt.wantSnap)
-			wantStrings(t, "core API requests", sidecartest.Actions(e.kube), tt.wantKube)
-			wantStrings(t, "events", e.eventReasons(), tt.wantEvents)
+			e.syncStored(t, tt.content.Name, syncWant{err: tt.wantErr, again: tt.wantAgain, snap: tt.wantSnap, kube: tt.wantKube, evs: tt.wantEvents})
 			switch {
 			case tt.wantList == nil && len(e.csi.Lists) > 0:
 				t.Errorf("ListSnapshots called %d times, want 0", len(e.csi.Lists))

@@ -98,6 +98,29 @@ func (e *env) content(t *testing.T, name string) *snapv1.VolumeSnapshotContent {
 
 // eventReasons drains the recorded Events into "Type Reason" strings (FakeRecorder formats "Type Reason
 // Message").
+// syncWant is what a test expects of one sync of a content: an error or none, the delay it asks before the
+// next look, and the API requests and Events it makes.
+type syncWant struct {
+	err             bool
+	again           time.Duration
+	snap, kube, evs []string
+}
+
+// syncStored syncs the stored content name and checks the outcome against w.
+func (e *env) syncStored(t *testing.T, name string, w syncWant) {
+	t.Helper()
+	again, err := e.h.Sync(testContext(t), e.stored(t, name))
+	if (err != nil) != w.err {
+		t.Fatalf("Sync error = %v, want error %v", err, w.err)
+	}
+	if again != w.again {
+		t.Errorf("Sync asked to look again after %s, want %s", again, w.again)
+	}
+	wantStrings(t, "snapshot API requests", sidecartest.Actions(e.snap), w.snap)
+	wantStrings(t, "core API requests", sidecartest.Actions(e.kube), w.kube)
+	wantStrings(t, "events", e.eventReasons(), w.evs)
+}
+
 func (e *env) eventReasons() []string {
 	var out []string
 	for {

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -143,11 +142,7 @@ func (h *GroupHandler) createRequest(ctx context.Context, gc *groupv1.VolumeGrou
 	if uid == "" {
 		return nil, fmt.Errorf("volumegroupsnapshotcontent %s: spec.volumeGroupSnapshotRef.uid is empty; the content is not bound to a VolumeGroupSnapshot yet", gc.Name)
 	}
-	name := h.cfg.NamePrefix + "-" + uid
-	if h.cfg.NameUUIDLength >= 0 {
-		short := strings.ReplaceAll(uid, "-", "")
-		name = h.cfg.NamePrefix + "-" + short[:min(h.cfg.NameUUIDLength, len(short))]
-	}
+	name := createName(h.cfg.NamePrefix, h.cfg.NameUUIDLength, uid)
 	if gc.Spec.VolumeGroupSnapshotClassName == nil || *gc.Spec.VolumeGroupSnapshotClassName == "" {
 		return nil, fmt.Errorf("volumegroupsnapshotcontent %s: spec.volumeGroupSnapshotClassName is empty; a dynamic group snapshot needs a class", gc.Name)
 	}

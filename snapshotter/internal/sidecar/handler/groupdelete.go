@@ -12,8 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
-	"github.com/stowage-csi/stowage/shared/ownwrites"
-	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
@@ -99,25 +97,8 @@ func (h *GroupHandler) deleteGroup(ctx context.Context, gc *groupv1.VolumeGroupS
 	return nil
 }
 
-// release removes the group bound-protection finalizer and a leftover being-created annotation in one
-// preconditioned patch, re-reading after a conflict.
+// release removes the group bound-protection finalizer and a leftover being-created annotation.
 func (h *GroupHandler) release(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) error {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	_, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		out, err := patch.Mutate(ctx, contents.Patch, cur, func(v *groupv1.VolumeGroupSnapshotContent) {
-			v.Finalizers = slices.DeleteFunc(slices.Clone(v.Finalizers), func(f string) bool { return f == snapapi.GroupContentBoundFinalizer })
-			delete(v.Annotations, snapapi.AnnGroupBeingCreated)
-		})
-		if err == nil && cur.DeletionTimestamp != nil {
-			// Removing the last finalizer of a deleted object deletes it, and the answer may carry the version
-			// it replaced: marked here, so a sync of the cached copy before this write waits instead of deleting
-			// the snapshot a second time.
-			h.tracker.Superseded(cur.UID, cur.ResourceVersion)
-		}
-		return out, err
-	})
-	if err != nil {
-		return fmt.Errorf("volumegroupsnapshotcontent %s: removing finalizer %s: %w", gc.Name, snapapi.GroupContentBoundFinalizer, err)
-	}
-	return nil
+	return release(ctx, h.tracker, gc, h.getter(gc.Name), contents.Patch, "volumegroupsnapshotcontent", snapapi.GroupContentBoundFinalizer, snapapi.AnnGroupBeingCreated)
 }

@@ -7,9 +7,7 @@ import (
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/ownwrites"
 	"github.com/stowage-csi/stowage/shared/patch"
@@ -73,50 +71,25 @@ func (h *GroupHandler) writeStatus(ctx context.Context, gc *groupv1.VolumeGroupS
 // failed records cause in status.error with a Warning Event, unless the same message is there; see
 // Handler.failed.
 func (h *GroupHandler) failed(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent, reason, what string, cause error) error {
-	logger := klog.FromContext(ctx)
-	msg := what + ": " + cause.Error()
-	logger.Error(cause, what, "reason", reason)
-	if gc.Status != nil && gc.Status.Error != nil && gc.Status.Error.Message != nil && *gc.Status.Error.Message == msg {
-		return cause
-	}
-	ts := metav1.NewTime(h.now())
-	updated, err := patch.Status(ctx, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, gc, func(v *groupv1.VolumeGroupSnapshotContent) {
-		if v.Status == nil {
+	fields := func(v *groupv1.VolumeGroupSnapshotContent, create bool) (**snapv1.VolumeSnapshotError, **bool) {
+		if v.Status == nil && create {
 			v.Status = &groupv1.VolumeGroupSnapshotContentStatus{}
+		} else if v.Status == nil {
+			return nil, nil
 		}
-		ready := false
-		v.Status.ReadyToUse = &ready
-		v.Status.Error = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
-	})
-	if err != nil {
-		logger.Error(err, "Writing status.error")
-	} else {
-		h.tracker.Wrote(gc, updated)
+		return &v.Status.Error, &v.Status.ReadyToUse
 	}
-	h.cfg.Events.Event(gc, corev1.EventTypeWarning, reason, msg)
-	return cause
+	return failStatus(ctx, h.tracker, h.cfg.Events, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, gc, fields, h.now(), reason, what, cause)
 }
 
 // markBeingCreated sets the group being-created annotation with one preconditioned patch.
 func (h *GroupHandler) markBeingCreated(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
 	contents := h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents()
-	out, err := ownwrites.Retry(ctx, h.tracker, gc, h.getter(gc.Name), func(ctx context.Context, cur *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnGroupBeingCreated, "yes")
-	})
-	if err != nil {
-		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: setting annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
-	}
-	return out, nil
+	return setAnnotation(ctx, h.tracker, gc, h.getter(gc.Name), contents.Patch, "volumegroupsnapshotcontent", snapapi.AnnGroupBeingCreated)
 }
 
 // removeBeingCreated drops the group being-created annotation, which only csi-snapshotter sets, with a JSON
 // patch that tests its value (see Handler.removeBeingCreated).
 func (h *GroupHandler) removeBeingCreated(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (*groupv1.VolumeGroupSnapshotContent, error) {
-	updated, err := patch.RemoveOwned(ctx, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, gc,
-		patch.Owned{Annotations: []string{snapapi.AnnGroupBeingCreated}})
-	if err != nil {
-		return gc, fmt.Errorf("volumegroupsnapshotcontent %s: removing annotation %s: %w", gc.Name, snapapi.AnnGroupBeingCreated, err)
-	}
-	h.tracker.Wrote(gc, updated)
-	return updated, nil
+	return removeOwnedAnnotation(ctx, h.tracker, gc, h.cfg.Client.GroupsnapshotV1().VolumeGroupSnapshotContents().Patch, "volumegroupsnapshotcontent", snapapi.AnnGroupBeingCreated)
 }

@@ -9,6 +9,7 @@ import (
 	snapv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/ownwrites"
@@ -80,27 +81,39 @@ func mergeStatus(v *snapv1.VolumeSnapshotContent, o observed) {
 // already holds the same message: a retry failing the same way writes nothing. It returns cause, which drives
 // the backoff; a failed status write is only logged.
 func (h *Handler) failed(ctx context.Context, c *snapv1.VolumeSnapshotContent, reason, what string, cause error) error {
+	fields := func(v *snapv1.VolumeSnapshotContent, create bool) (**snapv1.VolumeSnapshotError, **bool) {
+		if v.Status == nil && create {
+			v.Status = &snapv1.VolumeSnapshotContentStatus{}
+		} else if v.Status == nil {
+			return nil, nil
+		}
+		return &v.Status.Error, &v.Status.ReadyToUse
+	}
+	return failStatus(ctx, h.tracker, h.cfg.Events, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c, fields, h.cfg.now(), reason, what, cause)
+}
+
+// failStatus is failed for a content or a group content: fields points at the status's error and readyToUse,
+// creating the status when asked (nil pointers for none).
+func failStatus[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, events record.EventRecorder, patchFn patch.Func[T], obj T,
+	fields func(obj T, create bool) (**snapv1.VolumeSnapshotError, **bool), now time.Time, reason, what string, cause error) error {
 	logger := klog.FromContext(ctx)
 	msg := what + ": " + cause.Error()
 	logger.Error(cause, what, "reason", reason)
-	if c.Status != nil && c.Status.Error != nil && c.Status.Error.Message != nil && *c.Status.Error.Message == msg {
+	if last, _ := fields(obj, false); last != nil && *last != nil && (*last).Message != nil && *(*last).Message == msg {
 		return cause
 	}
-	ts := metav1.NewTime(h.cfg.now())
-	updated, err := patch.Status(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c, func(v *snapv1.VolumeSnapshotContent) {
-		if v.Status == nil {
-			v.Status = &snapv1.VolumeSnapshotContentStatus{}
-		}
-		ready := false
-		v.Status.ReadyToUse = &ready
-		v.Status.Error = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
+	ts := metav1.NewTime(now)
+	updated, err := patch.Status(ctx, patchFn, obj, func(v T) {
+		errp, ready := fields(v, true)
+		*errp = &snapv1.VolumeSnapshotError{Time: &ts, Message: &msg}
+		*ready = new(false)
 	})
 	if err != nil {
 		logger.Error(err, "Writing status.error")
 	} else {
-		h.tracker.Wrote(c, updated)
+		tracker.Wrote(obj, updated)
 	}
-	h.cfg.Events.Event(c, corev1.EventTypeWarning, reason, msg)
+	events.Event(obj, corev1.EventTypeWarning, reason, msg)
 	return cause
 }
 
@@ -111,24 +124,35 @@ func (h *Handler) markBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshot
 	get := func(ctx context.Context) (*snapv1.VolumeSnapshotContent, error) {
 		return contents.Get(ctx, c.Name, metav1.GetOptions{})
 	}
-	out, err := ownwrites.Retry(ctx, h.tracker, c, get, func(ctx context.Context, cur *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-		return patch.SetAnnotation(ctx, contents.Patch, cur, snapapi.AnnBeingCreated, "yes")
-	})
-	if err != nil {
-		return c, fmt.Errorf("volumesnapshotcontent %s: setting annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
-	}
-	return out, nil
+	return setAnnotation(ctx, h.tracker, c, get, contents.Patch, "volumesnapshotcontent", snapapi.AnnBeingCreated)
 }
 
 // removeBeingCreated drops the being-created annotation. Only csi-snapshotter sets it, so it goes with a JSON
 // patch that tests its value instead of the resourceVersion: the snapshot controller's finalizer patch of the
 // same moment does not turn it into a conflict.
 func (h *Handler) removeBeingCreated(ctx context.Context, c *snapv1.VolumeSnapshotContent) (*snapv1.VolumeSnapshotContent, error) {
-	updated, err := patch.RemoveOwned(ctx, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, c,
-		patch.Owned{Annotations: []string{snapapi.AnnBeingCreated}})
+	return removeOwnedAnnotation(ctx, h.tracker, c, h.cfg.Client.SnapshotV1().VolumeSnapshotContents().Patch, "volumesnapshotcontent", snapapi.AnnBeingCreated)
+}
+
+// setAnnotation sets annotation to "yes" on a content or group content with one patch preconditioned on the
+// version in hand (none when it is there), re-reading with get after a conflict, and returns obj as it is now.
+func setAnnotation[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, obj T, get func(context.Context) (T, error),
+	patchFn patch.Func[T], kind, annotation string) (T, error) {
+	out, err := ownwrites.Retry(ctx, tracker, obj, get, func(ctx context.Context, cur T) (T, error) {
+		return patch.SetAnnotation(ctx, patchFn, cur, annotation, "yes")
+	})
 	if err != nil {
-		return c, fmt.Errorf("volumesnapshotcontent %s: removing annotation %s: %w", c.Name, snapapi.AnnBeingCreated, err)
+		return obj, fmt.Errorf("%s %s: setting annotation %s: %w", kind, obj.GetName(), annotation, err)
 	}
-	h.tracker.Wrote(c, updated)
+	return out, nil
+}
+
+// removeOwnedAnnotation drops an annotation only csi-snapshotter sets with a JSON patch that tests its value.
+func removeOwnedAnnotation[T patch.Object](ctx context.Context, tracker *ownwrites.Writes, obj T, patchFn patch.Func[T], kind, annotation string) (T, error) {
+	updated, err := patch.RemoveOwned(ctx, patchFn, obj, patch.Owned{Annotations: []string{annotation}})
+	if err != nil {
+		return obj, fmt.Errorf("%s %s: removing annotation %s: %w", kind, obj.GetName(), annotation, err)
+	}
+	tracker.Wrote(obj, updated)
 	return updated, nil
 }
