@@ -21,6 +21,16 @@ import (
 // `make conformance` runs, [Serial] included.
 const modeEnv = "STOWAGE_CONFORMANCE"
 
+// procsEnv is how many e2e.test processes a full run's parallel pass runs (default defaultProcs).
+const procsEnv = "STOWAGE_CONFORMANCE_PROCS"
+
+// defaultProcs for a full run on this machine's 2 cores: each process spends most of its time waiting for
+// the cluster (Pods starting, volumes attaching, ec2sim's delays), not on a core.
+const defaultProcs = 3
+
+// teardownTime is what a run keeps of go test's -timeout for the install's teardown after the suite.
+const teardownTime = 10 * time.Minute
+
 // fullFocus is every spec of the suite for the driver.
 const fullFocus = `External.Storage.*\[Driver: ebs\.csi\.aws\.com\]`
 
@@ -75,20 +85,70 @@ func TestE2EConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := ebsinstall.Start(t, ebsinstall.Options{ExtraImages: []string{agnhost.Path}})
+	ginkgo := ""
+	if mode == "full" {
+		// Built before the nodes start, which hold the machine's real-node lock.
+		if ginkgo, err = tools.Binary(ctx, tools.Ginkgo(), "ginkgo"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	opts := ebsinstall.Options{ExtraImages: []string{agnhost.Path}}
+	switch sidecars := os.Getenv(SidecarsEnv); sidecars {
+	case "":
+	case "upstream":
+		up, err := images.Upstream(ctx, tools.CacheDir(root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := NewUpstreamSwap(up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Values, opts.SnapshotController = sw.Values, sw.SnapshotController
+		opts.ExtraImages = append(opts.ExtraImages, sw.Archives...)
+		mode += "-upstream"
+	default:
+		t.Fatalf("%s=%q: want unset (Stowage's sidecars) or upstream", SidecarsEnv, sidecars)
+	}
+
+	s := ebsinstall.Start(t, opts)
 	run := Run{
 		E2ETest: e2eTest, Kubeconfig: s.Cluster.Kubeconfig(), TestData: testData, DriverFile: "ebs-testdriver.yaml",
 		Focus: focus, Skip: skips.Regex(), ReportDir: filepath.Join(tools.CacheDir(root), "conformance", mode),
 		Timeout: timeout,
 	}
-	wall, err := run.Execute(ctx)
-	if err != nil {
-		t.Fatal(err)
+	passes := []Run{run}
+	if ginkgo != "" {
+		passes = run.Passes(ginkgo, rig.EnvCount(t, procsEnv, defaultProcs))
 	}
-	results, err := ReadJUnit(run.JUnit())
-	if err != nil {
-		t.Fatal(err)
+	var (
+		wall    time.Duration
+		reports [][]Result
+	)
+	for _, p := range passes {
+		// Ginkgo's own timeout, not go test's, ends a pass that runs out of time: it interrupts the running
+		// specs, runs their cleanup and writes the report, and the install's teardown still has time after it.
+		if dl, ok := t.Deadline(); ok {
+			p.Timeout = min(p.Timeout, time.Until(dl)-teardownTime)
+		}
+		if p.Timeout < time.Minute {
+			t.Errorf("pass %q not run: go test's -timeout leaves no time for it", p.LabelFilter)
+			continue
+		}
+		took, err := p.Execute(ctx)
+		wall += took
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ReadJUnit(p.JUnit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, rs)
+		t.Logf("pass %q (%d processes) took %s", p.LabelFilter, max(p.Procs, 1), took.Round(time.Second))
 	}
+	results := MergeResults(reports...)
 	v := Judge(results, regexp.MustCompile(focus), skips)
 	var table strings.Builder
 	if err := WriteTable(&table, results, v, wall); err != nil {
@@ -97,12 +157,12 @@ func TestE2EConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(run.ReportDir, "table.txt"), []byte(table.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("External Storage suite, %s form (JUnit %s, log %s):\n%s", mode, run.JUnit(), run.Log(), table.String())
+	t.Logf("External Storage suite, %s form (reports and logs under %s):\n%s", mode, run.ReportDir, table.String())
 	if !hasPassed(results) {
 		t.Errorf("no spec passed: the focus %q selected nothing that ran", focus)
 	}
 	if err := v.Err(); err != nil {
-		t.Errorf("%v\n(e2e.test's log: %s)", err, run.Log())
+		t.Errorf("%v\n(e2e.test's logs: %s)", err, run.ReportDir)
 	}
 	t.Run("FilesystemGrowsOnline", func(t *testing.T) { checkFilesystemGrows(t, ctx, s.Cluster.Client()) })
 }
