@@ -54,6 +54,8 @@ var shortFocus = fullFocus + `.*(` + strings.Join([]string{
 // and e2e.test's log under $STOWAGE_CACHE_DIR/conformance/<mode>, and fails on any failed spec and on any
 // skip that is neither the framework's own nor in testdata/skips.yaml. Then, on the same install, it checks
 // what the suite's expansion specs leave out: that an expanded filesystem really grew (checkFilesystemGrows).
+// The full form runs in two passes (Run.Passes); with SidecarsEnv=upstream the chart's sidecar slots and the
+// snapshot-controller run upstream's images instead of Stowage's (mode full-upstream).
 func TestE2EConformance(t *testing.T) {
 	ctx := context.Background()
 	mode, focus, timeout := "short", shortFocus, 25*time.Minute
