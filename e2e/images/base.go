@@ -35,6 +35,9 @@ var sbinDirs = []string{"/usr/sbin", "/usr/bin"}
 // one by a test.
 var packageFiles = map[string][]hostTool{
 	"ca-certificates": {{name: caBundle}},
+	// The test images' (GlibcImage): what the storage suites' Pods run besides the shell.
+	"coreutils": {{name: "dd"}, {name: "base64"}, {name: "sha256sum"}, {name: "sleep"}, {name: "cat"}, {name: "ls"}},
+	"grep":      {{name: "grep"}},
 	"mount":           {{name: "mount"}, {name: "umount"}},
 	"util-linux":      {{name: "blkid"}, {name: "lsblk"}, {name: "blockdev"}, {name: "fsck"}},
 	"e2fsprogs": {

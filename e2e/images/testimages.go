@@ -21,15 +21,18 @@ const (
 	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
 )
 
-// BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx and
-// glibc-dns-testing, which storage tests only run `sh -c` in.
+// GlibcImage is the Debian image the storage suites' multiVolume specs run their Pods in: they write a block
+// device with GNU dd's oflag=nocache, which busybox's dd refuses.
+const GlibcImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0"
+
+// BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx, which
+// storage tests only run `sh -c` in.
 func BusyboxImages() []string {
 	return []string{
 		BusyboxImage,
 		"registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
 		"registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
 		"registry.k8s.io/e2e-test-images/nginx:1.15-4",
-		"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0",
 	}
 }
 
@@ -43,7 +46,8 @@ type TestOptions struct {
 	RepoRoot    string
 }
 
-// TestImages writes two archives: pause (PauseImage) and busybox (every name of BusyboxImages, one image).
+// TestImages writes three archives: pause (PauseImage), busybox (every name of BusyboxImages, one image) and
+// GlibcImage, the Debian base with GNU coreutils and grep (what its Pods run besides the shell).
 // Like Assemble, it reuses an archive whose inputs are unchanged.
 func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if o.CacheDir == "" {
@@ -78,7 +82,14 @@ func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Archive{p, b}, nil
+	glibc := baseSpec(BaseDebian)
+	glibc.Name, glibc.Packages = "glibc-dns-testing", []string{"coreutils", "grep"}
+	glibc.Cmd = []string{"sh"} // Debian's is bash, which the base does not have; every Pod sets its own
+	g, err := assemble(ctx, glibc, []string{GlibcImage}, noBinaries, dir)
+	if err != nil {
+		return nil, err
+	}
+	return []Archive{p, b, g}, nil
 }
 
 // buildPause builds e2e/cmd/pause into dir/bin/pause. Go's build cache makes a rebuild of unchanged
