@@ -148,7 +148,7 @@ func TestE2EConformance(t *testing.T) {
 			t.Fatal(err)
 		}
 		reports = append(reports, rs)
-		t.Logf("pass %q (%d processes) took %s", p.LabelFilter, max(p.Procs, 1), took.Round(time.Second))
+		t.Logf("pass %q (procs=%d) took %s", p.LabelFilter, max(p.Procs, 1), took.Round(time.Second))
 	}
 	results := MergeResults(reports...)
 	v := Judge(results, regexp.MustCompile(focus), skips)
