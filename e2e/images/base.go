@@ -38,6 +38,7 @@ var packageFiles = map[string][]hostTool{
 	// The test images' (GlibcImage): what the storage suites' Pods run besides the shell.
 	"coreutils":  {{name: "dd"}, {name: "base64"}, {name: "sha256sum"}, {name: "sleep"}, {name: "cat"}, {name: "ls"}},
 	"grep":       {{name: "grep"}},
+	"dash":       {{name: "dash"}},
 	"mount":      {{name: "mount"}, {name: "umount"}},
 	"util-linux": {{name: "blkid"}, {name: "lsblk"}, {name: "blockdev"}, {name: "fsck"}},
 	"e2fsprogs": {

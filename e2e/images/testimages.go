@@ -47,7 +47,7 @@ type TestOptions struct {
 }
 
 // TestImages writes three archives: pause (PauseImage), busybox (every name of BusyboxImages, one image) and
-// GlibcImage, the Debian base with GNU coreutils and grep (what its Pods run besides the shell).
+// GlibcImage, busybox with Debian's GNU coreutils, grep and dash over it.
 // Like Assemble, it reuses an archive whose inputs are unchanged.
 func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if o.CacheDir == "" {
@@ -82,9 +82,12 @@ func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	glibc := baseSpec(BaseDebian)
-	glibc.Name, glibc.Packages = "glibc-dns-testing", []string{"coreutils", "grep"}
-	glibc.Cmd = []string{"sh"} // Debian's is bash, which the base does not have; every Pod sets its own
+	// Busybox's applets for the tools the suites' Pods run besides these, GNU coreutils and grep in /usr/bin
+	// ahead of them on PATH, and dash as /bin/sh: busybox's own shell runs its applets before PATH's programs,
+	// so under it `dd` would still be busybox's.
+	glibc := baseSpec(BaseBusybox)
+	glibc.Name, glibc.Packages = "glibc-dns-testing", []string{"coreutils", "grep", "dash"}
+	glibc.Links = []Link{{Path: "/bin/sh", Target: "/usr/bin/dash"}}
 	g, err := assemble(ctx, glibc, []string{GlibcImage}, noBinaries, dir)
 	if err != nil {
 		return nil, err
