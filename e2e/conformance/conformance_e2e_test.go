@@ -21,6 +21,19 @@ import (
 // `make conformance` runs, [Serial] included.
 const modeEnv = "STOWAGE_CONFORMANCE"
 
+// focusEnv narrows a full run to the specs whose names also match it (a regular expression).
+const focusEnv = "STOWAGE_CONFORMANCE_FOCUS"
+
+// procsEnv is how many e2e.test processes a full run's parallel pass runs (default defaultProcs).
+const procsEnv = "STOWAGE_CONFORMANCE_PROCS"
+
+// defaultProcs for a full run on this machine's 2 cores: each process spends most of its time waiting for
+// the cluster (Pods starting, volumes attaching, ec2sim's delays), not on a core.
+const defaultProcs = 3
+
+// teardownTime is what a run keeps of go test's -timeout for the install's teardown after the suite.
+const teardownTime = 10 * time.Minute
+
 // fullFocus is every spec of the suite for the driver.
 const fullFocus = `External.Storage.*\[Driver: ebs\.csi\.aws\.com\]`
 
@@ -44,11 +57,17 @@ var shortFocus = fullFocus + `.*(` + strings.Join([]string{
 // and e2e.test's log under $STOWAGE_CACHE_DIR/conformance/<mode>, and fails on any failed spec and on any
 // skip that is neither the framework's own nor in testdata/skips.yaml. Then, on the same install, it checks
 // what the suite's expansion specs leave out: that an expanded filesystem really grew (checkFilesystemGrows).
+// The full form runs in two passes (Run.Passes); with SidecarsEnv=upstream the chart's sidecar slots and the
+// snapshot-controller run upstream's images instead of Stowage's (mode full-upstream).
 func TestE2EConformance(t *testing.T) {
 	ctx := context.Background()
 	mode, focus, timeout := "short", shortFocus, 25*time.Minute
 	if os.Getenv(modeEnv) == "full" {
 		mode, focus, timeout = "full", fullFocus, 6*time.Hour
+		// A part of the full focus, to run again the specs a full run failed while they are being fixed.
+		if part := os.Getenv(focusEnv); part != "" {
+			focus += ".*(" + part + ")"
+		}
 	}
 	root, err := rig.RepoRoot(".")
 	if err != nil {
@@ -75,20 +94,72 @@ func TestE2EConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s := ebsinstall.Start(t, ebsinstall.Options{ExtraImages: []string{agnhost.Path}})
+	ginkgo := ""
+	if mode == "full" {
+		// Built before the nodes start, which hold the machine's real-node lock.
+		if ginkgo, err = tools.Binary(ctx, tools.Ginkgo(), "ginkgo"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	opts := ebsinstall.Options{ExtraImages: []string{agnhost.Path}}
+	switch sidecars := os.Getenv(SidecarsEnv); sidecars {
+	case "":
+	case "upstream":
+		up, err := images.Upstream(ctx, tools.CacheDir(root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw, err := NewUpstreamSwap(up)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Values, opts.SnapshotController = sw.Values, sw.SnapshotController
+		opts.ExtraImages = append(opts.ExtraImages, sw.Archives...)
+		mode += "-upstream"
+	default:
+		t.Fatalf("%s=%q: want unset (Stowage's sidecars) or upstream", SidecarsEnv, sidecars)
+	}
+
+	s := ebsinstall.Start(t, opts)
 	run := Run{
 		E2ETest: e2eTest, Kubeconfig: s.Cluster.Kubeconfig(), TestData: testData, DriverFile: "ebs-testdriver.yaml",
 		Focus: focus, Skip: skips.Regex(), ReportDir: filepath.Join(tools.CacheDir(root), "conformance", mode),
 		Timeout: timeout,
 	}
-	wall, err := run.Execute(ctx)
-	if err != nil {
-		t.Fatal(err)
+	passes := []Run{run}
+	if ginkgo != "" {
+		passes = run.Passes(ginkgo, rig.EnvCount(t, procsEnv, defaultProcs))
 	}
-	results, err := ReadJUnit(run.JUnit())
-	if err != nil {
-		t.Fatal(err)
+	var (
+		wall    time.Duration
+		reports [][]Result
+	)
+	for _, p := range passes {
+		// In a full run, Ginkgo's own timeout, not go test's, ends a pass that runs out of time: it interrupts
+		// the running specs, runs their cleanup and writes the report, and the install's teardown still has
+		// time after it. The short form keeps its own timeout: in `make test` it may have waited long for the
+		// real-node lock, and a few minutes of suite must not be cut for a teardown reserve.
+		if dl, ok := t.Deadline(); ok && ginkgo != "" {
+			p.Timeout = min(p.Timeout, time.Until(dl)-teardownTime)
+		}
+		if p.Timeout < time.Minute {
+			t.Errorf("pass %q not run: go test's -timeout leaves no time for it", p.LabelFilter)
+			continue
+		}
+		took, err := p.Execute(ctx)
+		wall += took
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, err := ReadJUnit(p.JUnit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, rs)
+		t.Logf("pass %q (procs=%d) took %s", p.LabelFilter, max(p.Procs, 1), took.Round(time.Second))
 	}
+	results := MergeResults(reports...)
 	v := Judge(results, regexp.MustCompile(focus), skips)
 	var table strings.Builder
 	if err := WriteTable(&table, results, v, wall); err != nil {
@@ -97,12 +168,12 @@ func TestE2EConformance(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(run.ReportDir, "table.txt"), []byte(table.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("External Storage suite, %s form (JUnit %s, log %s):\n%s", mode, run.JUnit(), run.Log(), table.String())
+	t.Logf("External Storage suite, %s form (reports and logs under %s):\n%s", mode, run.ReportDir, table.String())
 	if !hasPassed(results) {
 		t.Errorf("no spec passed: the focus %q selected nothing that ran", focus)
 	}
 	if err := v.Err(); err != nil {
-		t.Errorf("%v\n(e2e.test's log: %s)", err, run.Log())
+		t.Errorf("%v\n(e2e.test's logs: %s)", err, run.ReportDir)
 	}
 	t.Run("FilesystemGrowsOnline", func(t *testing.T) { checkFilesystemGrows(t, ctx, s.Cluster.Client()) })
 }

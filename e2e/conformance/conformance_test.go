@@ -75,6 +75,7 @@ func TestFrameworkSkip(t *testing.T) {
 		`Suite "volumeLimits" does not support Dynamic PV`:                                true,
 		`Number of available nodes is less than 3 - skipping`:                             true,
 		`Not enough topologies in cluster -- skipping`:                                    true,
+		`this driver does not support multiple PVs with the same volumeHandle`:            true,
 		`No SSH Key for provider skeleton: 'not implemented'`:                             false,
 		`Distro debian doesn't support xfs -- skipping`:                                   false,
 		`Only supported for providers [gce gke] (not skeleton)`:                           false,

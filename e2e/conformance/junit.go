@@ -118,3 +118,28 @@ func firstLine(s string) string {
 	}
 	return ""
 }
+
+// MergeResults joins the reports of the passes of one run. Each report lists every spec of the suite, those
+// its pass left out as NotRun, so a spec's result is the one from the pass that ran it; the order is the
+// first report's.
+func MergeResults(passes ...[]Result) []Result {
+	var out []Result
+	at := map[string]int{}
+	for _, rs := range passes {
+		for _, r := range rs {
+			i, seen := at[r.Name]
+			switch {
+			case !seen:
+				at[r.Name] = len(out)
+				out = append(out, r)
+			case out[i].Status == NotRun && r.Status != NotRun:
+				out[i] = r
+			case r.Status == Failed && out[i].Status != Failed:
+				// A setup node ([SynchronizedBeforeSuite]) of each pass has the same name: a failure in
+				// either must stay in the result.
+				out[i] = r
+			}
+		}
+	}
+	return out
+}

@@ -80,6 +80,7 @@ var frameworkSkips = []*regexp.Regexp{
 	regexp.MustCompile(`^Driver "?[^ ]+"? has no configured VolumeAttributesClass`),
 	regexp.MustCompile(`^Driver "?[^ ]+"? supports VolumeMountGroup, which is incompatible with this test`),
 	regexp.MustCompile(`^Driver supports dynamic provisioning, skipping \S+ pattern$`),
+	regexp.MustCompile(`^this driver does not support multiple PVs with the same volumeHandle$`),
 	regexp.MustCompile(`^\S+ does not have any InlineVolumeAttributes defined$`),
 	regexp.MustCompile(`^Suite "[^"]+" does not support `),
 	// The pattern does not apply to the suite's spec.

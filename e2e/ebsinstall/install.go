@@ -65,6 +65,10 @@ type Options struct {
 	InstanceType string
 	// APIServerArgs are added to kube-apiserver's flags (an audit log's).
 	APIServerArgs []string
+	// SnapshotController is the snapshot-controller Deployment's image (default Stowage's, as assembled
+	// here), e.g. upstream's: the chart has no slot for it, one snapshot-controller serving every driver.
+	// Its archive goes in ExtraImages.
+	SnapshotController string
 }
 
 // Stack is the installed stack.
@@ -108,7 +112,10 @@ func Start(t testing.TB, o Options) *Stack {
 	c := nodetest.StartWith(t, node.ClusterOptions{Nodes: specs, ControlPlane: cluster.Options{APIServerArgs: o.APIServerArgs}},
 		append(archives, o.ExtraImages...)...)
 	s := &Stack{Cluster: c, EC2: startEC2(t, ctx, c, o)}
-	if err := installSnapshotController(ctx, c, root, t.TempDir()); err != nil {
+	if o.SnapshotController == "" {
+		o.SnapshotController = "stowage/snapshot-controller:" + imageTag
+	}
+	if err := installSnapshotController(ctx, c, root, t.TempDir(), o.SnapshotController); err != nil {
 		t.Fatal(err)
 	}
 	// Runs after helm uninstall: every Pod of the install is gone before the nodes stop, so no container is
@@ -191,10 +198,10 @@ func createdDirs(t testing.TB, path string) func() {
 }
 
 // installSnapshotController applies deploy/kustomize/snapshot-controller as a user would: the snapshot CRDs,
-// the controller's RBAC and its Deployment, with the image set to the one assembled here (what the
+// the controller's RBAC and its Deployment, with the image set to ref, one assembled here (what the
 // kustomization's images override is for). The chart leaves it out on purpose: one snapshot-controller
 // serves every driver of a cluster.
-func installSnapshotController(ctx context.Context, c *node.Cluster, root, tmp string) error {
+func installSnapshotController(ctx context.Context, c *node.Cluster, root, tmp, ref string) error {
 	dir := filepath.Join(root, "deploy", "kustomize", "snapshot-controller")
 	crds, err := filepath.Glob(filepath.Join(dir, "crd-*.yaml"))
 	if err != nil || len(crds) == 0 {
@@ -212,7 +219,7 @@ func installSnapshotController(ctx context.Context, c *node.Cluster, root, tmp s
 		return fmt.Errorf("%s/deployment.yaml no longer names %s", dir, image)
 	}
 	deployment := filepath.Join(tmp, "snapshot-controller.yaml")
-	if err := os.WriteFile(deployment, []byte(strings.ReplaceAll(string(data), image, "stowage/snapshot-controller:"+imageTag)), 0o644); err != nil {
+	if err := os.WriteFile(deployment, []byte(strings.ReplaceAll(string(data), image, ref)), 0o644); err != nil {
 		return err
 	}
 	return c.Apply(ctx, filepath.Join(dir, "rbac-snapshot-controller.yaml"), deployment)

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"golang.org/x/sys/unix"
+	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 )
@@ -276,4 +277,55 @@ func TestE2EKilledEmulatorLeavesNoLoopDevices(t *testing.T) {
 	}
 	_ = cmd.Wait()
 	waitNoLoops(t, dir, "autoclear after SIGKILL")
+}
+
+// TestE2EDetachKeepsUnsyncedWrites writes a raw device without syncing, as a Pod's dd on a block volume
+// does, closes it and detaches the volume: the write must be in the volume's file, as the node's last close
+// of the device writes it back to EBS before the detach.
+func TestE2EDetachKeepsUnsyncedWrites(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "vol-1")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(file, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	m := newLoopManager(klog.Background(), filepath.Join(dir, "by-id"), dir)
+	if err := m.ensure("vol-1", testInstance, file); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = m.releaseAll()
+		if left := loopsBackedBy(t, dir); len(left) > 0 {
+			t.Errorf("loop devices left behind: %v", left)
+		}
+	})
+	dev, _ := m.device("vol-1")
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte("written through the page cache, never synced")
+	if _, err := f.WriteAt(payload, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.release("vol-1", testInstance); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(payload))
+	back, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer back.Close()
+	if _, err := back.ReadAt(got, 4096); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Errorf("after detach the volume's file holds %q, want the write %q", got, payload)
+	}
 }

@@ -239,9 +239,15 @@ func configureLoop(fd, back int, file string) error {
 	return nil
 }
 
-// detachFD unbinds the loop device behind fd and closes it. Had the unbind failed, the close still detaches
-// it by autoclear.
+// detachFD writes the device's cached writes to the volume's file, unbinds the loop device behind fd and
+// closes it. Had the unbind failed, the close still detaches it by autoclear.
+//
+// The flush first: a node writes a raw block device through the kernel's page cache (a Pod's dd), and on a
+// real node its last close of the device writes those pages back before the volume is detached. Here fd
+// keeps the device open, so that last close never comes, and LOOP_CLR_FD drops the pages still dirty: the
+// volume would lose writes EC2 keeps.
 func detachFD(fd int) {
+	_ = unix.Fsync(fd)
 	_ = unix.IoctlSetInt(fd, unix.LOOP_CLR_FD, 0)
 	_ = unix.Close(fd)
 }

@@ -35,8 +35,12 @@ var sbinDirs = []string{"/usr/sbin", "/usr/bin"}
 // one by a test.
 var packageFiles = map[string][]hostTool{
 	"ca-certificates": {{name: caBundle}},
-	"mount":           {{name: "mount"}, {name: "umount"}},
-	"util-linux":      {{name: "blkid"}, {name: "lsblk"}, {name: "blockdev"}, {name: "fsck"}},
+	// The test images' (GlibcImage): what the storage suites' Pods run besides the shell.
+	"coreutils":  {{name: "dd"}, {name: "base64"}, {name: "sha256sum"}, {name: "sleep"}, {name: "cat"}, {name: "ls"}},
+	"grep":       {{name: "grep"}},
+	"dash":       {{name: "dash"}},
+	"mount":      {{name: "mount"}, {name: "umount"}},
+	"util-linux": {{name: "blkid"}, {name: "lsblk"}, {name: "blockdev"}, {name: "fsck"}},
 	"e2fsprogs": {
 		{name: "mkfs.ext4"}, {name: "mkfs.ext3"}, {name: "mke2fs"}, {name: "e2fsck"}, {name: "fsck.ext4"},
 		{name: "fsck.ext3"}, {name: "resize2fs"}, {name: "tune2fs"}, {name: "dumpe2fs"}, {name: "/etc/mke2fs.conf"},

@@ -21,15 +21,18 @@ const (
 	AgnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.63.0"
 )
 
-// BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx and
-// glibc-dns-testing, which storage tests only run `sh -c` in.
+// GlibcImage is the Debian image the storage suites' multiVolume specs run their Pods in: they write a block
+// device with GNU dd's oflag=nocache, which busybox's dd refuses.
+const GlibcImage = "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0"
+
+// BusyboxImages returns the names the busybox image answers to: the e2e framework's busybox, and nginx, which
+// storage tests only run `sh -c` in.
 func BusyboxImages() []string {
 	return []string{
 		BusyboxImage,
 		"registry.k8s.io/e2e-test-images/busybox:1.37.0-1",
 		"registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
 		"registry.k8s.io/e2e-test-images/nginx:1.15-4",
-		"registry.k8s.io/e2e-test-images/glibc-dns-testing:2.0.0",
 	}
 }
 
@@ -43,7 +46,8 @@ type TestOptions struct {
 	RepoRoot    string
 }
 
-// TestImages writes two archives: pause (PauseImage) and busybox (every name of BusyboxImages, one image).
+// TestImages writes three archives: pause (PauseImage), busybox (every name of BusyboxImages, one image) and
+// GlibcImage, busybox with Debian's GNU coreutils, grep and dash over it.
 // Like Assemble, it reuses an archive whose inputs are unchanged.
 func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if o.CacheDir == "" {
@@ -78,7 +82,17 @@ func TestImages(ctx context.Context, o TestOptions) ([]Archive, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []Archive{p, b}, nil
+	// Busybox's applets for the tools the suites' Pods run besides these, GNU coreutils and grep in /usr/bin
+	// ahead of them on PATH, and dash as /bin/sh: busybox's own shell runs its applets before PATH's programs,
+	// so under it `dd` would still be busybox's.
+	glibc := baseSpec(BaseBusybox)
+	glibc.Name, glibc.Packages = "glibc-dns-testing", []string{"coreutils", "grep", "dash"}
+	glibc.Links = []Link{{Path: "/bin/sh", Target: "/usr/bin/dash"}}
+	g, err := assemble(ctx, glibc, []string{GlibcImage}, noBinaries, dir)
+	if err != nil {
+		return nil, err
+	}
+	return []Archive{p, b, g}, nil
 }
 
 // buildPause builds e2e/cmd/pause into dir/bin/pause. Go's build cache makes a rebuild of unchanged

@@ -30,6 +30,20 @@ func TestTestImagesBuildPauseAndBusybox(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	glibc := archiveNamed(t, as, "glibc-dns-testing")
+	if len(glibc.Refs) != 1 || glibc.Refs[0] != GlibcImage {
+		t.Errorf("refs: glibc-dns-testing %q", glibc.Refs)
+	}
+	// GNU dd, whose oflag=nocache the multiVolume specs write with, with the libraries it runs on.
+	gfs := readArchive(t, glibc)
+	for _, f := range []string{"/usr/bin/dd", "/usr/bin/grep", "/usr/bin/sha256sum", "/usr/bin/base64", "/usr/bin/dash", "/bin/head"} {
+		if n := gfs.get(f); n == nil {
+			t.Errorf("glibc-dns-testing lacks %s", f)
+		}
+	}
+	if n := gfs.get("/bin/sh"); n == nil || n.target != "/usr/bin/dash" {
+		t.Errorf("glibc-dns-testing's /bin/sh is %+v, want dash, which runs PATH's dd rather than busybox's", n)
+	}
 	fsys := readArchive(t, busybox)
 	for _, applet := range []string{"ls", "cat", "mount", "sleep", "sh"} {
 		if n := fsys.get("/bin/" + applet); n == nil || n.typ != tar.TypeSymlink || n.target != "busybox" {

@@ -22,7 +22,7 @@ func TestModulesPinReleasesAndImportTheirBinaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []Module{Etcd(), Kube(), KubeScheduler(), Kubelet(), Containerd(), CNIPlugins(), Helm(), Versitygw(), CSIAttacher(),
-		CSIProvisioner(), ExternalSnapshotter(), Rclone()} {
+		CSIProvisioner(), ExternalSnapshotter(), Rclone(), Ginkgo()} {
 		v, err := Version(root, m)
 		if err != nil {
 			t.Errorf("%s: %v", m.Name, err)
