@@ -101,9 +101,11 @@ func countEBSMappings(listing string) int {
 	return n
 }
 
+// regionFromZone is the zone without its letter. The zone is trimmed, but a blank before the letter ("x a")
+// would stay at the end of the region, so the region is trimmed too.
 func regionFromZone(zone string) string {
 	if len(zone) > 1 {
-		return strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz")
+		return strings.TrimSpace(strings.TrimRight(zone, "abcdefghijklmnopqrstuvwxyz"))
 	}
 	return ""
 }
