@@ -87,6 +87,10 @@ type Controller struct {
 	// snapshotsWritten and contentsWritten hold this controller's writes the informers have not shown yet.
 	snapshotsWritten *ownwrites.Latest[*snapv1.VolumeSnapshot]
 	contentsWritten  *ownwrites.Latest[*snapv1.VolumeSnapshotContent]
+	// contentsDeleted holds the contents this controller deleted (by UID) that its informer still shows: a
+	// sync of their snapshot before the informer catches up must not delete them again, which once the
+	// content is gone is a refused write (404). Only its record of deletions is used.
+	contentsDeleted *ownwrites.Latest[*snapv1.VolumeSnapshotContent]
 	// groups is nil when group snapshots are off.
 	groups *groups
 }
@@ -103,6 +107,7 @@ func New(cfg Config) (*Controller, error) {
 
 		snapshotsWritten: ownwrites.NewLatest[*snapv1.VolumeSnapshot](),
 		contentsWritten:  ownwrites.NewLatest[*snapv1.VolumeSnapshotContent](),
+		contentsDeleted:  ownwrites.NewLatest[*snapv1.VolumeSnapshotContent](),
 	}
 	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys, byClass: classKeys}); err != nil {
 		return nil, fmt.Errorf("indexing VolumeSnapshots by source claim: %w", err)
@@ -235,6 +240,7 @@ func (c *Controller) contentDeleted(obj any) {
 	}
 	if content, ok := obj.(*snapv1.VolumeSnapshotContent); ok {
 		c.contentsWritten.Forget(content.Name)
+		c.contentsDeleted.Forget(content.Name)
 		c.contentChanged(content)
 	}
 }

@@ -52,13 +52,14 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 			return err
 		}
 	}
-	if deleteContent && content.DeletionTimestamp == nil {
+	if deleteContent && content.DeletionTimestamp == nil && !c.contentsDeleted.IsGone(content.Name, content) {
 		uid := content.UID
 		err := c.cfg.Snap.SnapshotV1().VolumeSnapshotContents().Delete(ctx, content.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		if err != nil && !apierrors.IsNotFound(err) {
 			c.cfg.Events.Event(vs, v1.EventTypeWarning, "SnapshotContentObjectDeleteError", "Failed to delete snapshot content API object")
 			return fmt.Errorf("failed to delete VolumeSnapshotContent %s from API server: %w", content.Name, err)
 		}
+		c.contentsDeleted.Deleted(content.Name, uid)
 	}
 	if err := c.releaseClaim(ctx, vs, true); err != nil {
 		c.cfg.Events.Event(vs, v1.EventTypeWarning, "ErrorPVCFinalizer", "Error check and remove PVC Finalizer for VolumeSnapshot")
