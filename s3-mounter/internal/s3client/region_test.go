@@ -7,41 +7,13 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
-// fakeIMDS is an IMDSv2 endpoint whose instance identity document names one region; it counts the
-// lookups.
-type fakeIMDS struct {
-	region string
-	mu     sync.Mutex
-	asked  int
-}
-
-func (f *fakeIMDS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
-		w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", "21600")
-		fmt.Fprint(w, "token")
-	case r.Method == http.MethodGet && r.URL.Path == "/latest/dynamic/instance-identity/document" && r.Header.Get("X-Aws-Ec2-Metadata-Token") == "token":
-		f.mu.Lock()
-		f.asked++
-		f.mu.Unlock()
-		fmt.Fprintf(w, `{"region": %q, "instanceId": "i-0123456789abcdef0"}`, f.region)
-	default:
-		http.Error(w, "not found", http.StatusNotFound)
-	}
-}
-
-func (f *fakeIMDS) lookups() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.asked
-}
-
 // startIMDS serves f and points the SDK's IMDS client at it (enabled unless disabled).
-func startIMDS(t *testing.T, f *fakeIMDS, disabled bool) {
+func startIMDS(t *testing.T, f *testutil.FakeIMDS, disabled bool) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -70,7 +42,7 @@ func TestRegionIsChosenInMountpointsOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			isolate(t, map[string]string{"AWS_ACCESS_KEY_ID": "AK", "AWS_SECRET_ACCESS_KEY": "SK"})
-			imds := &fakeIMDS{region: "ap-south-1"}
+			imds := &testutil.FakeIMDS{Region: "ap-south-1"}
 			startIMDS(t, imds, tc.imdsDisabled)
 			for k, v := range tc.env {
 				t.Setenv(k, v)
@@ -80,7 +52,7 @@ func TestRegionIsChosenInMountpointsOrder(t *testing.T) {
 			if got := c.Region(); got.Name != tc.want || got.UserSpecified != tc.wantUser {
 				t.Errorf("region %+v, want %s (user's choice: %v)", got, tc.want, tc.wantUser)
 			}
-			if n := imds.lookups(); n != tc.wantIMDS {
+			if n := imds.Lookups(); n != tc.wantIMDS {
 				t.Errorf("IMDS asked %d times for the region, want %d", n, tc.wantIMDS)
 			}
 			if err := c.listEmpty(context.Background(), ""); err != nil {

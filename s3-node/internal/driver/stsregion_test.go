@@ -3,47 +3,16 @@ package driver
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 
 	"github.com/stowage-csi/stowage/s3-node/internal/credentials"
+	sharedtestutil "github.com/stowage-csi/stowage/shared/testutil"
 )
-
-// fakeIMDS is an IMDSv2 endpoint whose instance identity document names region ("" answers 404); it
-// counts the documents served.
-type fakeIMDS struct {
-	region string
-	mu     sync.Mutex
-	asked  int
-}
-
-func (f *fakeIMDS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch {
-	case r.Method == http.MethodPut && r.URL.Path == "/latest/api/token":
-		w.Header().Set("X-Aws-Ec2-Metadata-Token-Ttl-Seconds", "21600")
-		fmt.Fprint(w, "token")
-	case r.Method == http.MethodGet && r.URL.Path == "/latest/dynamic/instance-identity/document" &&
-		r.Header.Get("X-Aws-Ec2-Metadata-Token") == "token" && f.region != "":
-		f.mu.Lock()
-		f.asked++
-		f.mu.Unlock()
-		fmt.Fprintf(w, `{"region": %q, "instanceId": "i-0123456789abcdef0"}`, f.region)
-	default:
-		http.Error(w, "not found", http.StatusNotFound)
-	}
-}
-
-func (f *fakeIMDS) lookups() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.asked
-}
 
 // irsaReq is a publish of workload uid with pod-level credentials through IRSA (the attachment has a role).
 func (r *rig) irsaReq(uid string, attrs map[string]string, flags ...string) *csi.NodePublishVolumeRequest {
@@ -59,7 +28,7 @@ func (r *rig) irsaReq(uid string, attrs map[string]string, flags ...string) *csi
 
 // withIMDS points the rig's driver at f, turned off by AWS_EC2_METADATA_DISABLED when disabled, and sets
 // the node plugin's region variables to nodeEnv.
-func (r *rig) withIMDS(t *testing.T, f *fakeIMDS, disabled bool, nodeEnv map[string]string) {
+func (r *rig) withIMDS(t *testing.T, f *sharedtestutil.FakeIMDS, disabled bool, nodeEnv map[string]string) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -87,7 +56,7 @@ func TestSTSRegionInUpstreamsOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
-			imds := &fakeIMDS{region: "ap-south-1"}
+			imds := &sharedtestutil.FakeIMDS{Region: "ap-south-1"}
 			r.withIMDS(t, imds, false, tc.nodeEnv)
 			if _, err := r.d.NodePublishVolume(context.Background(), r.irsaReq("w1", tc.attrs, tc.flags...)); err != nil {
 				t.Fatal(err)
@@ -97,7 +66,7 @@ func TestSTSRegionInUpstreamsOrder(t *testing.T) {
 					t.Errorf("Mountpoint's env %q lacks %q", r.sent[0].Env, want)
 				}
 			}
-			if n := imds.lookups(); n != tc.wantIMDS {
+			if n := imds.Lookups(); n != tc.wantIMDS {
 				t.Errorf("IMDS asked %d times, want %d", n, tc.wantIMDS)
 			}
 		})
@@ -107,14 +76,14 @@ func TestSTSRegionInUpstreamsOrder(t *testing.T) {
 // The node's region is asked once and kept: later mounts and republishes do not ask again.
 func TestSTSRegionFromIMDSIsKept(t *testing.T) {
 	r := newRig(t)
-	imds := &fakeIMDS{region: "ap-south-1"}
+	imds := &sharedtestutil.FakeIMDS{Region: "ap-south-1"}
 	r.withIMDS(t, imds, false, nil)
 	for _, uid := range []string{"w1", "w2", "w1"} {
 		if _, err := r.d.NodePublishVolume(context.Background(), r.irsaReq(uid, nil)); err != nil {
 			t.Fatalf("publish %s: %v", uid, err)
 		}
 	}
-	if n := imds.lookups(); n != 1 {
+	if n := imds.Lookups(); n != 1 {
 		t.Errorf("IMDS asked %d times over three publishes, want 1", n)
 	}
 }
@@ -131,14 +100,14 @@ func TestSTSRegionFailsOnlyAfterIMDS(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
-			imds := &fakeIMDS{region: tc.region}
+			imds := &sharedtestutil.FakeIMDS{Region: tc.region}
 			r.withIMDS(t, imds, tc.disabled, nil)
 			_, err := r.d.NodePublishVolume(context.Background(), r.irsaReq("w1", nil))
 			if err == nil || !strings.Contains(err.Error(), "stsRegion") || !strings.Contains(err.Error(), "IMDS") || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("error %v, want one naming stsRegion and IMDS's %q", err, tc.wantErr)
 			}
-			if r.sentCount() != 0 || imds.lookups() != 0 {
-				t.Errorf("%d mounts sent, %d documents served: want none", r.sentCount(), imds.lookups())
+			if r.sentCount() != 0 || imds.Lookups() != 0 {
+				t.Errorf("%d mounts sent, %d documents served: want none", r.sentCount(), imds.Lookups())
 			}
 		})
 	}
@@ -147,7 +116,7 @@ func TestSTSRegionFailsOnlyAfterIMDS(t *testing.T) {
 // Pod Identity and driver credentials need no STS region: IMDS is not asked for them.
 func TestSTSRegionIsNotAskedWithoutIRSA(t *testing.T) {
 	r := newRig(t)
-	imds := &fakeIMDS{region: "ap-south-1"}
+	imds := &sharedtestutil.FakeIMDS{Region: "ap-south-1"}
 	r.withIMDS(t, imds, false, nil)
 	r.d.opts.PodIdentityAgentURI = "http://agent"
 	q := r.irsaReq("w1", nil)
@@ -158,7 +127,7 @@ func TestSTSRegionIsNotAskedWithoutIRSA(t *testing.T) {
 	if _, err := r.d.NodePublishVolume(context.Background(), r.publishReq("w2")); err != nil {
 		t.Fatal(err)
 	}
-	if n := imds.lookups(); n != 0 {
+	if n := imds.Lookups(); n != 0 {
 		t.Errorf("IMDS asked %d times, want 0", n)
 	}
 	if slices.ContainsFunc(r.sent[0].Env, func(e string) bool { return strings.HasPrefix(e, "AWS_REGION=") }) {
