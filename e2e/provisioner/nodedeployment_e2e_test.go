@@ -4,9 +4,7 @@ package provisioner
 
 import (
 	"context"
-	"fmt"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -41,7 +39,7 @@ func TestE2EProvisionerNodeDeploymentImmediate(t *testing.T) {
 				"--enable-capacity", "--capacity-ownerref-level=-1", "--http-endpoint=" + rig.FreeAddr(t), "-v=4"}})
 	}
 	start("node-a", "zone-a", 10<<30)
-	waitNodeCapacity(t, e, "node-a", map[string]int64{"zone-a": 10})
+	waitCapacity(t, e, "external-provisioner-node-a", map[string]int64{"zone-a": 10}, "node-a's CSIStorageCapacity")
 
 	allowed := createClaim(t, e.kube, claim(e.ns, "allowed-in-b", "zone-b-only", "1Gi"))
 	big := createClaim(t, e.kube, claim(e.ns, "bigger-than-a", "immediate", "50Gi"))
@@ -61,7 +59,7 @@ func TestE2EProvisionerNodeDeploymentImmediate(t *testing.T) {
 	}
 
 	start("node-b", "zone-b", 100<<30)
-	waitNodeCapacity(t, e, "node-b", map[string]int64{"zone-b": 100})
+	waitCapacity(t, e, "external-provisioner-node-b", map[string]int64{"zone-b": 100}, "node-b's CSIStorageCapacity")
 	for _, c := range []*v1.PersistentVolumeClaim{allowed, big} {
 		if z := pvZone(waitBound(t, e.kube, c)); z != "zone-b" {
 			t.Errorf("claim %s: volume in %q, want zone-b", c.Name, z)
@@ -82,28 +80,4 @@ func pvZone(pv *v1.PersistentVolume) string {
 		}
 	}
 	return ""
-}
-
-// waitNodeCapacity waits until node's provisioner publishes exactly want (GiB per zone) for the
-// WaitForFirstConsumer class.
-func waitNodeCapacity(t *testing.T, e *provisionerTest, node string, want map[string]int64) {
-	t.Helper()
-	rig.Eventually(t, context.Background(), 30*time.Second, node+"'s CSIStorageCapacity", func(ctx context.Context) (bool, error) {
-		list, err := e.kube.StorageV1().CSIStorageCapacities(sidecarrig.Namespace).List(ctx, metav1.ListOptions{
-			LabelSelector: "csi.storage.k8s.io/drivername=" + driverName + ",csi.storage.k8s.io/managed-by=external-provisioner-" + node,
-		})
-		if err != nil {
-			return false, err
-		}
-		got := map[string]int64{}
-		for _, o := range list.Items {
-			if o.StorageClassName == "late" && o.NodeTopology != nil && o.Capacity != nil {
-				got[o.NodeTopology.MatchLabels[zoneKey]] = o.Capacity.Value() >> 30
-			}
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			return false, fmt.Errorf("capacity per zone %v, want %v", got, want)
-		}
-		return true, nil
-	})
 }
