@@ -207,6 +207,9 @@ func TestLostAnswerAppliesTheAction(t *testing.T) {
 	if lost != 1 {
 		t.Errorf("lost answers counted %d, want 1", lost)
 	}
+	if n := s.Retried("CreateVolume"); n != 0 {
+		t.Errorf("%d CreateVolume counted as SDK retries before any retry", n)
+	}
 
 	s.SetFaults(Faults{Actions: []string{"CreateVolume"}, LostAnswerRate: 1, Budget: 1})
 	c := newClient(t, s)
@@ -217,6 +220,9 @@ func TestLostAnswerAppliesTheAction(t *testing.T) {
 	}
 	if n := len(s.State().Volumes); n != 2 {
 		t.Errorf("EC2 holds %d volumes, want 2: the retry with the same token must answer %s, not make another", n, aws.ToString(out.VolumeId))
+	}
+	if n := s.Retried("CreateVolume"); n != 1 {
+		t.Errorf("SDK retries counted %d, want 1 (the amz-sdk-request attempt=2 after the lost answer)", n)
 	}
 
 	s.SetFaults(Faults{LostAnswerRate: 1})

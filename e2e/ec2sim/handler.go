@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -85,6 +87,9 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inFlight.add(c.action, 1)
 	defer s.inFlight.add(c.action, -1)
+	if sdkRetry(r) {
+		s.metrics.retried.WithLabelValues(c.label).Inc()
+	}
 	fault, aerr := s.interfere(r.Context(), c)
 	switch {
 	case fault == faultDrop:
@@ -106,6 +111,18 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	default:
 		s.answer(w, reqID, c, out, aerr)
 	}
+}
+
+// sdkRetry tells whether an AWS SDK sent the request as a retry: its amz-sdk-request header reads
+// "attempt=N; max=M", N counting from 1.
+func sdkRetry(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("amz-sdk-request"), ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
+			n, err := strconv.Atoi(v)
+			return err == nil && n > 1
+		}
+	}
+	return false
 }
 
 // admit decodes the request and checks what EC2 checks before an action runs: the form, the signature and

@@ -13,6 +13,9 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	// slowed counts the calls Faults.Slow held, by action; they are answered (and counted in requests) too.
 	slowed *prometheus.CounterVec
+	// retried counts the requests an AWS SDK marked as a retry of one it had sent (amz-sdk-request attempt
+	// above 1), by action; they are counted in requests too.
+	retried *prometheus.CounterVec
 }
 
 // newMetrics uses a registry of its own, so several emulators in one test binary don't collide.
@@ -27,8 +30,12 @@ func newMetrics() *metrics {
 			Name: "ec2sim_slowed_requests_total",
 			Help: "EC2 API requests held longer by the injected Slow fault, by action.",
 		}, []string{"action"}),
+		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ec2sim_retried_requests_total",
+			Help: "EC2 API requests an AWS SDK sent again after an attempt it saw fail (amz-sdk-request attempt > 1), by action.",
+		}, []string{"action"}),
 	}
-	m.registry.MustRegister(m.requests, m.slowed)
+	m.registry.MustRegister(m.requests, m.slowed, m.retried)
 	return m
 }
 
@@ -46,6 +53,18 @@ func (s *Server) Requests(action, code string) int {
 func (s *Server) Slowed(action string) int {
 	var m dto.Metric
 	if err := s.metrics.slowed.WithLabelValues(action).Write(&m); err != nil {
+		return 0
+	}
+	return int(m.GetCounter().GetValue())
+}
+
+// Retried is how many requests of action an AWS SDK sent as a retry (ec2sim_retried_requests_total). A
+// caller that counts the calls its own logic makes subtracts them: the SDK retries an attempt whose answer
+// it lost on its side too (aws-sdk-go-v2 retries a read on a connection its transport closed, a known race),
+// and the emulator has answered both.
+func (s *Server) Retried(action string) int {
+	var m dto.Metric
+	if err := s.metrics.retried.WithLabelValues(action).Write(&m); err != nil {
 		return 0
 	}
 	return int(m.GetCounter().GetValue())
