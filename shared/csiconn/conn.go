@@ -44,6 +44,9 @@ type Conn struct {
 	// during which a lost connection is redialled instead (restart.go).
 	onLoss    func(context.Context) bool
 	following atomic.Int32
+	// redials counts the connections lost and redialled while following: FollowRestarts compares it across
+	// a stretch where it did not watch the state (its own first calls), as a restart can fall there whole.
+	redials atomic.Uint64
 	// learnt is the driver as the sidecar first learnt it, which a restarted driver must still be.
 	learnt learntIdentity
 }

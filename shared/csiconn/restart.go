@@ -99,6 +99,7 @@ func (c *Conn) identify(ctx context.Context) (driverIdentity, error) {
 func (c *Conn) lost(ctx context.Context) bool {
 	if c.following.Load() > 0 {
 		klog.FromContext(ctx).Info("Lost the connection to the CSI driver, reconnecting")
+		c.redials.Add(1)
 		return true
 	}
 	return c.onLoss(ctx)
@@ -115,9 +116,15 @@ func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context))
 	// Following from here on: a driver that restarted before (while this replica stood by) is redialled too.
 	c.following.Add(1)
 	defer c.following.Add(-1)
+	redials := c.redials.Load()
 	now, away, err := c.identifyReady(ctx)
 	if err != nil {
 		return err
+	}
+	// A driver that went away and came back while identifyReady's calls ran (they redial it themselves) left
+	// the connection Ready again before the state watch below began: only the redial count shows it.
+	if n := c.redials.Load(); n != redials {
+		redials, away = n, true
 	}
 	// The driver must be the one the sidecar learnt at start-up, not just the one answering now.
 	known := c.learnt.over(now)
@@ -143,6 +150,10 @@ func (c *Conn) FollowRestarts(ctx context.Context, onBack func(context.Context))
 		case connectivity.Connecting, connectivity.TransientFailure:
 			down = true
 		case connectivity.Ready:
+			// As at the start, the connection may have been lost and redialled between two state reads.
+			if n := c.redials.Load(); n != redials {
+				redials, down = n, true
+			}
 			if down {
 				down = false
 				logger.Info("CSI driver connection is back, probing the driver")

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,5 +226,65 @@ func TestStartFollowingRestartsCallsBackUntilStopped(t *testing.T) {
 	stop()
 	if n := c.following.Load(); n != 0 {
 		t.Errorf("after stop, %d FollowRestarts still running", n)
+	}
+}
+
+// replacedInProbe is a driver whose container is replaced while the sidecar's first Probe is answered: the
+// new one takes the socket and the old one drains its connection (GOAWAY) once that Probe is out. The
+// sidecar's next calls redial by themselves and reach the new driver, so the connection is Ready again
+// before FollowRestarts watches its state.
+type replacedInProbe struct {
+	*testutil.FakeCSIDriver
+	t        *testing.T
+	old      *grpc.Server
+	replaced sync.Once
+}
+
+func (r *replacedInProbe) Probe(ctx context.Context, req *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	r.replaced.Do(func() {
+		if err := os.Remove(r.Address); err != nil {
+			r.t.Errorf("removing the old driver's socket: %v", err)
+		}
+		restart(r.t, r.FakeCSIDriver)
+		go r.old.GracefulStop()
+	})
+	return r.FakeCSIDriver.Probe(ctx, req)
+}
+
+// A restart that falls inside FollowRestarts' first calls is reported too: the work that failed while the
+// driver was away is retried.
+func TestFollowRestartsReportsARestartDuringItsFirstCalls(t *testing.T) {
+	d := &testutil.FakeCSIDriver{Name: "d"}
+	d.Address = filepath.Join(t.TempDir(), "csi.sock")
+	r := &replacedInProbe{FakeCSIDriver: d, t: t, old: grpc.NewServer()}
+	csi.RegisterIdentityServer(r.old, r)
+	l, err := net.Listen("unix", d.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The socket path is the new driver's by the time the old listener closes.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = r.old.Serve(l)
+	}()
+	t.Cleanup(func() {
+		r.old.Stop()
+		<-served
+	})
+	c, lost := connect(t, d, nil)
+	f := follow(t, c)
+	select {
+	case <-f.back:
+	case <-f.ended:
+		t.Fatalf("FollowRestarts() = %v before reporting the driver back", f.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a driver replaced during FollowRestarts' first calls was not reported back")
+	}
+	select {
+	case <-lost:
+		t.Error("the connection-loss hook ran while following restarts")
+	default:
 	}
 }
