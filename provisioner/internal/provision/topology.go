@@ -73,9 +73,10 @@ func nodeSegment(node *v1.Node, keys []string) (segment, error) {
 	return s, nil
 }
 
-// accessibility computes CreateVolume's accessibility_requirements with upstream's rules: a selected node's segment
-// comes first in preferred (and is the only one with --strict-topology); requisite is the StorageClass's
-// allowedTopologies, or else every segment of the nodes that run the driver with the same keys.
+// accessibility computes CreateVolume's accessibility_requirements with upstream's rules: the segment a selected
+// node lies in comes first in preferred (and the node's is the only one with --strict-topology); requisite is the
+// StorageClass's allowedTopologies, or else every segment of the nodes that run the driver with the same keys. A
+// selected node outside allowedTopologies is an error, never a volume outside them.
 // Immediate binding without --immediate-topology leaves topology to the driver unless allowedTopologies is set.
 func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode string, claimName string) (*csi.TopologyRequirement, error) {
 	if !p.cfg.Capabilities.Topology {
@@ -101,6 +102,10 @@ func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode 
 			return nil, err
 		}
 		if p.cfg.StrictTopology {
+			// As upstream: a class's allowedTopologies bound the selected node too.
+			if len(allowed) > 0 && !slices.ContainsFunc(allowed, func(a segment) bool { return a.subsetOf(selected) }) {
+				return nil, fmt.Errorf("topology %v of the selected node %s is not in the StorageClass's allowedTopologies %v", selected, selectedNode, allowed)
+			}
 			t := []*csi.Topology{{Segments: selected}}
 			return &csi.TopologyRequirement{Requisite: t, Preferred: t}, nil
 		}
@@ -110,7 +115,7 @@ func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode 
 				return nil, err
 			}
 		}
-		return requirement(requisite, selected, 0), nil
+		return selectedFirst(requisite, selected, selectedNode)
 	}
 
 	if !p.cfg.ImmediateTopology && len(allowed) == 0 {
@@ -128,24 +133,25 @@ func (p *Provisioner) accessibility(class *storagev1.StorageClass, selectedNode 
 	}
 	// Spread immediate volumes over the segments as upstream does (StatefulSet replicas round-robin, see
 	// spreadOffset): each claim starts its preference list at a different place.
-	return requirement(requisite, nil, spreadOffset(claimName, len(requisite))), nil
+	return requirement(requisite, spreadOffset(claimName, len(requisite))), nil
 }
 
-// requirement sorts requisite and builds preferred from it, starting at first (if given) or at index offset.
-func requirement(requisite []segment, first segment, offset int) *csi.TopologyRequirement {
+// selectedFirst is the requirement of a claim whose node the scheduler selected: requisite as it is, and
+// preferred from the first segment (in requisite's order) the node lies in. A node in none, possible only when
+// the class's allowedTopologies exclude it, is an error as upstream's: provisioning outside the allowed
+// topologies, or in a topology the node cannot reach, would both be wrong.
+func selectedFirst(requisite []segment, selected segment, nodeName string) (*csi.TopologyRequirement, error) {
 	slices.SortFunc(requisite, compareSegments)
-	if first != nil {
-		offset = -1
-		for i, s := range requisite {
-			if s.id() == first.id() {
-				offset = i
-			}
-		}
-		if offset < 0 {
-			requisite = append([]segment{first}, requisite...)
-			offset = 0
-		}
+	i := slices.IndexFunc(requisite, func(s segment) bool { return s.subsetOf(selected) })
+	if i < 0 {
+		return nil, fmt.Errorf("topology %v of the selected node %s is not in the requisite topologies %v", selected, nodeName, requisite)
 	}
+	return requirement(requisite, i), nil
+}
+
+// requirement sorts requisite and builds preferred from it, starting at index offset.
+func requirement(requisite []segment, offset int) *csi.TopologyRequirement {
+	slices.SortFunc(requisite, compareSegments)
 	out := &csi.TopologyRequirement{}
 	for _, s := range requisite {
 		out.Requisite = append(out.Requisite, &csi.Topology{Segments: s})

@@ -14,7 +14,11 @@ func TestAccessibility(t *testing.T) {
 	n1, cn1 := testutil.Node("n1", map[string]string{"zone": "a"}, "zone")
 	n2, cn2 := testutil.Node("n2", map[string]string{"zone": "b"}, "zone")
 	n3, cn3 := testutil.Node("n3", map[string]string{"zone": "b"}, "zone")
-	nodes := []runtime.Object{n1, cn1, n2, cn2, n3, cn3}
+	n4, cn4 := testutil.Node("n4", map[string]string{"zone": "c", "rack": "1"}, "zone", "rack")
+	nodes := []runtime.Object{n1, cn1, n2, cn2, n3, cn3, n4, cn4}
+	zones := func(z ...string) []v1.TopologySelectorTerm {
+		return []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{{Key: "zone", Values: z}}}}
+	}
 	allowed := []v1.TopologySelectorTerm{{MatchLabelExpressions: []v1.TopologySelectorLabelRequirement{
 		{Key: "zone", Values: []string{"x", "y"}}, {Key: "rack", Values: []string{"1"}},
 	}}}
@@ -35,6 +39,12 @@ func TestAccessibility(t *testing.T) {
 		{name: "selected node first", selected: "n1", wantRequisite: 2, wantFirst: "a"},
 		{name: "selected node, strict", cfg: func(c *Config) { c.StrictTopology = true }, selected: "n2", wantRequisite: 1, wantFirst: "b"},
 		{name: "selected node without CSINode", selected: "n9", wantErr: true},
+		// allowedTopologies bound a selected node as upstream: never a requisite segment outside them.
+		{name: "selected node outside allowedTopologies", allowed: zones("a"), selected: "n2", wantErr: true},
+		{name: "selected node outside allowedTopologies, strict", cfg: func(c *Config) { c.StrictTopology = true }, allowed: zones("a"), selected: "n2", wantErr: true},
+		{name: "selected node inside allowedTopologies, strict", cfg: func(c *Config) { c.StrictTopology = true }, allowed: zones("a", "b"), selected: "n2", wantRequisite: 1, wantFirst: "b"},
+		// The node has more topology keys than the class names: the allowed segment it lies in comes first.
+		{name: "selected node in a coarser allowed segment", allowed: zones("a", "c"), selected: "n4", wantRequisite: 2, wantFirst: "c"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
