@@ -46,8 +46,6 @@ func noEffectReason(name string) (reason string, ok bool) {
 		return "the driver's mount points are recognised from the mount table", true
 	case "enable-otel-tracing":
 		return "Stowage does not export OpenTelemetry traces", true
-	case "deprecated-metrics":
-		return "the cloudprovider_aws_* metrics are not emitted", true
 	case "extra-volume-tags":
 		return "deprecated upstream; use --extra-tags", true
 	}
@@ -82,7 +80,7 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&cfg.KubernetesClusterID, "k8s-tag-cluster-id", "", "Cluster ID for the kubernetes.io/cluster/<id>=owned tags.")
 	fs.StringVar(&ignoredString, "extra-volume-tags", "", "Deprecated and without effect, as upstream; use --extra-tags. Warned about when set.")
 	fs.BoolVar(&cfg.WarnOnInvalidTag, "warn-on-invalid-tag", false, "Log and skip invalid tags instead of failing the request.")
-	fs.BoolVar(&ignoredBool, "deprecated-metrics", false, "Accepted for compatibility and without effect: the cloudprovider_aws_* metrics are not emitted. Warned about when set.")
+	fs.BoolVar(&cfg.DeprecatedMetrics, "deprecated-metrics", false, "Also serve every EC2 attempt as upstream's deprecated cloudprovider_aws_api_* metrics.")
 	fs.BoolVar(&o.nodeLocal, "enable-node-local-volumes", false, "Not supported by Stowage; start-up fails when set.")
 	fs.BoolVar(&cfg.Batching, "batching", true, "Merge concurrent Describe* calls into batched EC2 requests (Stowage default: true; upstream's code: false).")
 	fs.DurationVar(&cfg.ModifyVolumeWindow, "modify-volume-request-handler-timeout", 2*time.Second, "Window in which ControllerExpandVolume and ControllerModifyVolume for one volume are merged into one ModifyVolume.")

@@ -80,10 +80,11 @@ func TestFlagsWithoutEffectAreWarnedAboutByName(t *testing.T) {
 	}{
 		{name: "none set", args: []string{"node"}},
 		{name: "each flag without effect", args: []string{"--logtostderr", "--csi-mount-point-prefix=/var/lib/kubelet/plugins/kubernetes.io/csi/ebs.csi.aws.com/",
-			"--enable-otel-tracing", "--deprecated-metrics", "--extra-volume-tags=a=b"},
-			wantWarn: []string{"--logtostderr", "--csi-mount-point-prefix", "--enable-otel-tracing", "--deprecated-metrics", "--extra-volume-tags"}},
+			"--enable-otel-tracing", "--extra-volume-tags=a=b"},
+			wantWarn: []string{"--logtostderr", "--csi-mount-point-prefix", "--enable-otel-tracing", "--extra-volume-tags"}},
 		{name: "set to false is still set and ignored", args: []string{"--logtostderr=false"}, wantWarn: []string{"--logtostderr"}},
 		{name: "--aws-sdk-debug-log works, so is not warned about", args: []string{"--aws-sdk-debug-log"}},
+		{name: "--deprecated-metrics works, so is not warned about", args: []string{"--deprecated-metrics"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,5 +138,17 @@ func TestRepeatedFlagsMerge(t *testing.T) {
 	}
 	if len(tags) != 2 || tags["a"] != "1" || tags["b"] != "3" {
 		t.Errorf("merged tags = %v, want a=1 and the later b=3", tags)
+	}
+}
+
+func TestDeprecatedMetricsReachesTheConfig(t *testing.T) {
+	for args, want := range map[string]bool{"": false, "--deprecated-metrics": true, "--deprecated-metrics=false": false} {
+		o, err := parseArgs(strings.Fields("controller " + args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.cfg.DeprecatedMetrics != want {
+			t.Errorf("%q: DeprecatedMetrics = %v, want %v", args, o.cfg.DeprecatedMetrics, want)
+		}
 	}
 }

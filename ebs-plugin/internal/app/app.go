@@ -22,17 +22,19 @@ import (
 
 // Config is the parsed command line.
 type Config struct {
-	Mode                      driver.Mode
-	Endpoint                  string
-	HTTPEndpoint              string
-	MetricsCertFile           string
-	MetricsKeyFile            string
-	MetadataSources           []string // each --metadata-sources value; repeated flags merge
-	Kubeconfig                string
-	UserAgentExtra            string
-	ExtraTags                 []string // each --extra-tags value; repeated flags merge
-	KubernetesClusterID       string
-	WarnOnInvalidTag          bool
+	Mode                driver.Mode
+	Endpoint            string
+	HTTPEndpoint        string
+	MetricsCertFile     string
+	MetricsKeyFile      string
+	MetadataSources     []string // each --metadata-sources value; repeated flags merge
+	Kubeconfig          string
+	UserAgentExtra      string
+	ExtraTags           []string // each --extra-tags value; repeated flags merge
+	KubernetesClusterID string
+	WarnOnInvalidTag    bool
+	// DeprecatedMetrics also serves the EC2 attempts under upstream's former cloudprovider_aws_api_* names.
+	DeprecatedMetrics         bool
 	Batching                  bool
 	ModifyVolumeWindow        time.Duration
 	VolumeAttachLimit         int64
@@ -102,6 +104,9 @@ func build(ctx context.Context, c Config) (*plugin, error) {
 		return nil, err
 	}
 	rec := metrics.New()
+	if c.DeprecatedMetrics {
+		rec.EmitDeprecated()
+	}
 	var cloudAPI driver.Cloud
 	var tags map[string]string
 	if c.Mode != driver.ModeNode {

@@ -23,38 +23,64 @@ func operations() []string {
 
 // Recorder records EC2 API calls, one observation per HTTP attempt as upstream counts them.
 type Recorder struct {
-	registry  *prometheus.Registry
+	registry *prometheus.Registry
+	api      apiFamilies
+	// deprecated, set by EmitDeprecated, repeats every observation under the names upstream's driver used
+	// before its aws_ebs_csi_* ones (--deprecated-metrics).
+	deprecated *apiFamilies
+	detaches   *DetachTracker
+}
+
+// apiFamilies are the three families of EC2 attempts: successes' durations, errors and throttles.
+type apiFamilies struct {
 	duration  *prometheus.HistogramVec
 	errors    *prometheus.CounterVec
 	throttles *prometheus.CounterVec
-	detaches  *DetachTracker
 }
 
-// New returns a Recorder with its own registry (no global state).
-func New() *Recorder {
-	r := &Recorder{
-		registry: prometheus.NewRegistry(),
+// newAPIFamilies makes the families under the three names given, with upstream's labels, registers them and
+// creates each operation's duration series at zero.
+func newAPIFamilies(reg prometheus.Registerer, duration, errors, throttles, helpSuffix string) apiFamilies {
+	f := apiFamilies{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "aws_ebs_csi_api_request_duration_seconds",
-			Help: "Latency of successful EC2 API attempts, retries each timed on their own.",
+			Name: duration,
+			Help: "Latency of successful EC2 API attempts, retries each timed on their own" + helpSuffix + ".",
 			// Upstream registers this histogram without buckets, which is Prometheus' default set.
 			Buckets: prometheus.DefBuckets,
 		}, []string{"request"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aws_ebs_csi_api_request_errors_total",
-			Help: "EC2 API attempts that failed with an error code other than throttling.",
+			Name: errors,
+			Help: "EC2 API attempts that failed with an error code other than throttling" + helpSuffix + ".",
 		}, []string{"request", "code"}),
 		throttles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "aws_ebs_csi_api_request_throttles_total",
-			Help: "EC2 API attempts that were throttled.",
+			Name: throttles,
+			Help: "EC2 API attempts that were throttled" + helpSuffix + ".",
 		}, []string{"operation_name"}),
 	}
-	r.registry.MustRegister(r.duration, r.errors, r.throttles,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(f.duration, f.errors, f.throttles)
 	for _, op := range operations() {
-		r.duration.WithLabelValues(op)
+		f.duration.WithLabelValues(op)
 	}
+	return f
+}
+
+// New returns a Recorder with its own registry (no global state).
+func New() *Recorder {
+	r := &Recorder{registry: prometheus.NewRegistry()}
+	r.api = newAPIFamilies(r.registry, "aws_ebs_csi_api_request_duration_seconds", "aws_ebs_csi_api_request_errors_total",
+		"aws_ebs_csi_api_request_throttles_total", "")
+	r.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
+}
+
+// EmitDeprecated makes the Recorder also serve every EC2 attempt under upstream's deprecated names,
+// cloudprovider_aws_api_request_duration_seconds, cloudprovider_aws_api_request_errors and
+// cloudprovider_aws_api_throttled_requests_total, with the same labels, as upstream's --deprecated-metrics
+// does for dashboards that still read them.
+func (r *Recorder) EmitDeprecated() {
+	f := newAPIFamilies(r.registry, "cloudprovider_aws_api_request_duration_seconds", "cloudprovider_aws_api_request_errors",
+		"cloudprovider_aws_api_throttled_requests_total", " (deprecated)")
+	r.deprecated = &f
 }
 
 // TrackDetaches registers the controller's EC2 collector (DetachTracker), as upstream's controller does.
@@ -76,7 +102,10 @@ func (r *Recorder) ObserveSuccess(request string, d time.Duration) {
 	if r == nil {
 		return
 	}
-	r.duration.WithLabelValues(request).Observe(d.Seconds())
+	r.api.duration.WithLabelValues(request).Observe(d.Seconds())
+	if r.deprecated != nil {
+		r.deprecated.duration.WithLabelValues(request).Observe(d.Seconds())
+	}
 }
 
 // ObserveError records one attempt that EC2 answered with the error code code (not a throttle).
@@ -84,7 +113,10 @@ func (r *Recorder) ObserveError(request, code string) {
 	if r == nil {
 		return
 	}
-	r.errors.WithLabelValues(request, code).Inc()
+	r.api.errors.WithLabelValues(request, code).Inc()
+	if r.deprecated != nil {
+		r.deprecated.errors.WithLabelValues(request, code).Inc()
+	}
 }
 
 // ObserveThrottle records one throttled attempt.
@@ -92,7 +124,10 @@ func (r *Recorder) ObserveThrottle(operation string) {
 	if r == nil {
 		return
 	}
-	r.throttles.WithLabelValues(operation).Inc()
+	r.api.throttles.WithLabelValues(operation).Inc()
+	if r.deprecated != nil {
+		r.deprecated.throttles.WithLabelValues(operation).Inc()
+	}
 }
 
 // Gatherer exposes the registry, for tests.

@@ -28,3 +28,33 @@ func TestRecorderServesUpstreamNames(t *testing.T) {
 		}
 	}
 }
+
+// --deprecated-metrics: every attempt also under upstream's former names, with the same labels; without it,
+// none of them.
+func TestRecorderServesDeprecatedNamesWhenAsked(t *testing.T) {
+	scrape := func(r *Recorder) string {
+		r.ObserveSuccess("CreateVolume", 20*time.Millisecond)
+		r.ObserveError("AttachVolume", "AttachmentLimitExceeded")
+		r.ObserveThrottle("DescribeVolumes")
+		rw := httptest.NewRecorder()
+		r.Handler().ServeHTTP(rw, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rw.Body.String()
+	}
+	deprecated := []string{
+		`cloudprovider_aws_api_request_duration_seconds_count{request="CreateVolume"} 1`,
+		`cloudprovider_aws_api_request_errors{code="AttachmentLimitExceeded",request="AttachVolume"} 1`,
+		`cloudprovider_aws_api_throttled_requests_total{operation_name="DescribeVolumes"} 1`,
+		`cloudprovider_aws_api_request_duration_seconds_count{request="EnableFastSnapshotRestores"} 0`,
+	}
+	if body := scrape(New()); strings.Contains(body, "cloudprovider_aws_") {
+		t.Errorf("deprecated series served without EmitDeprecated:\n%s", body)
+	}
+	r := New()
+	r.EmitDeprecated()
+	body := scrape(r)
+	for _, want := range append(deprecated, `aws_ebs_csi_api_request_duration_seconds_count{request="CreateVolume"} 1`) {
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+}
