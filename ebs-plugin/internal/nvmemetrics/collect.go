@@ -2,7 +2,7 @@ package nvmemetrics
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -138,7 +138,7 @@ func (c *Collector) instanceID() (string, error) {
 	defer cancel()
 	id, err := c.cfg.InstanceID(ctx)
 	if err == nil && id == "" {
-		err = fmt.Errorf("instance metadata has an empty instance ID")
+		err = errors.New("instance metadata has an empty instance ID")
 	}
 	return id, err
 }
