@@ -16,6 +16,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metadata"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/metrics"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/mounter"
+	"github.com/stowage-csi/stowage/ebs-plugin/internal/nvmemetrics"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
 	"github.com/stowage-csi/stowage/shared/httpserver"
 )
@@ -122,6 +123,11 @@ func build(ctx context.Context, c Config) (*plugin, error) {
 	if c.Mode != driver.ModeController {
 		var err error
 		if mnt, meta, err = nodeServices(ctx, c); err != nil {
+			return nil, err
+		}
+		// Upstream's node (and all mode) serves the EBS NVMe statistics of its volumes.
+		if err := rec.Register(nvmemetrics.New(ctx, nvmemetrics.Config{Source: nvmemetrics.NewSystem(),
+			InstanceID: instanceID(meta)})); err != nil {
 			return nil, err
 		}
 	}
@@ -256,6 +262,17 @@ func nodeServices(ctx context.Context, c Config) (driver.Mounter, driver.Metadat
 		}
 	}
 	return mounter.New(c.DeviceLinkDir, c.LegacyXFS), sources, nil
+}
+
+// instanceID reads this instance's ID from the node's metadata sources.
+func instanceID(meta driver.MetadataSource) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		inst, err := meta.Get(ctx)
+		if err != nil {
+			return "", err
+		}
+		return inst.InstanceID, nil
+	}
 }
 
 // sanitizeAppID keeps the SDK's app ID to the characters it allows.

@@ -130,6 +130,11 @@ func (r *Recorder) ObserveThrottle(operation string) {
 	}
 }
 
+// Register adds a collector of another package to the registry, such as the node's NVMe statistics.
+func (r *Recorder) Register(c prometheus.Collector) error {
+	return r.registry.Register(c)
+}
+
 // Gatherer exposes the registry, for tests.
 func (r *Recorder) Gatherer() prometheus.Gatherer { return r.registry }
 
