@@ -81,7 +81,7 @@ type Controller struct {
 	classes   snaplisters.VolumeSnapshotClassLister
 	claims    corelisters.PersistentVolumeClaimLister
 	nodes     corelisters.NodeLister
-	// byClaim is the snapshot informer's indexer, with the bySourceClaim and byClass indexes.
+	// byClaim is the snapshot informer's indexer, with the bySourceClaim, byClass and byGroup indexes.
 	byClaim cache.Indexer
 	synced  []cache.InformerSynced
 	// snapshotsWritten and contentsWritten hold this controller's writes the informers have not shown yet.
@@ -109,8 +109,8 @@ func New(cfg Config) (*Controller, error) {
 		contentsWritten:  ownwrites.NewLatest[*snapv1.VolumeSnapshotContent](),
 		contentsDeleted:  ownwrites.NewLatest[*snapv1.VolumeSnapshotContent](),
 	}
-	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys, byClass: classKeys}); err != nil {
-		return nil, fmt.Errorf("indexing VolumeSnapshots by source claim: %w", err)
+	if err := cfg.Snapshots.Informer().AddIndexers(cache.Indexers{bySourceClaim: sourceClaimKeys, byClass: classKeys, byGroup: groupKeys}); err != nil {
+		return nil, fmt.Errorf("indexing VolumeSnapshots by source claim, class and group: %w", err)
 	}
 	regs := []struct {
 		what     string

@@ -30,7 +30,7 @@ func (c *Controller) deleteSnapshot(ctx context.Context, vs *snapv1.VolumeSnapsh
 	}
 	if c.memberDeletionBlocked(vs) {
 		msg := fmt.Sprintf("deletion of the individual volume snapshot %s/%s is not allowed as it belongs to group snapshot %s. Deleting the group snapshot will trigger the deletion of all the individual volume snapshots that are part of the group.",
-			vs.Namespace, vs.Name, vs.Labels[LabelGroupSnapshotName])
+			vs.Namespace, vs.Name, groupOwner(vs))
 		c.cfg.Events.Event(vs, v1.EventTypeWarning, "SnapshotDeletePending", msg)
 		return errors.New(msg)
 	}

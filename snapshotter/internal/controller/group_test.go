@@ -95,10 +95,16 @@ func groupVolumesObjs() []runtime.Object {
 	}
 }
 
+// upstreamGroupHandleAnn is the annotation upstream's snapshot-controller puts on a member content and its
+// csi-snapshotter reads, spelled out so that a change of the constant cannot pass unnoticed.
+const upstreamGroupHandleAnn = "groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle"
+
+// member is a member VolumeSnapshot as either controller writes it: upstream's carries no label, only the
+// group's owner reference, so that is all it has here.
 func member(gs *groupv1.VolumeGroupSnapshot, handle string, opts ...func(*snapv1.VolumeSnapshot)) *snapv1.VolumeSnapshot {
 	name, _ := memberNames(gs, handle)
 	vs := &snapv1.VolumeSnapshot{ObjectMeta: metav1.ObjectMeta{
-		Name: name, Namespace: ns, UID: types.UID("uid-" + name), Labels: map[string]string{LabelGroupSnapshotName: gs.Name},
+		Name: name, Namespace: ns, UID: types.UID("uid-" + name),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "groupsnapshot.storage.k8s.io/v1", Kind: "VolumeGroupSnapshot", Name: gs.Name, UID: gs.UID}},
 		Finalizers:      []string{snapapi.SnapshotInGroupFinalizer},
 	}}
@@ -206,9 +212,9 @@ func TestSyncGroupSnapshot(t *testing.T) {
 			if diff := cmp.Diff([]string{snapapi.SnapshotInGroupFinalizer, snapapi.SnapshotBoundFinalizer}, vs.Finalizers); diff != "" {
 				t.Errorf("member finalizers (-want +got):\n%s", diff)
 			}
-			if vs.Labels[LabelGroupSnapshotName] != "grp" || len(vs.OwnerReferences) != 1 || vs.OwnerReferences[0].UID != "uid-grp" ||
-				vs.OwnerReferences[0].Kind != "VolumeGroupSnapshot" {
-				t.Errorf("member metadata: labels %v owners %v, want the group's", vs.Labels, vs.OwnerReferences)
+			wantOwner := []metav1.OwnerReference{{APIVersion: "groupsnapshot.storage.k8s.io/v1", Kind: "VolumeGroupSnapshot", Name: "grp", UID: "uid-grp"}}
+			if diff := cmp.Diff(wantOwner, vs.OwnerReferences); diff != "" || len(vs.Labels) != 0 {
+				t.Errorf("member metadata: labels %v, owners (-want +got):\n%s; want upstream's: no labels, the group as owner", vs.Labels, diff)
 			}
 			if vs.Spec.Source.PersistentVolumeClaimName == nil || *vs.Spec.Source.PersistentVolumeClaimName != "a" {
 				t.Errorf("member source = %+v, want claim a", vs.Spec.Source)
@@ -218,7 +224,7 @@ func TestSyncGroupSnapshot(t *testing.T) {
 				t.Errorf("member status = %+v, want ready, bound to %s, in group grp, 1Gi", vs.Status, vscA)
 			}
 			c := e.content(vscA)
-			if c.Annotations[snapapi.LabelGroupHandle] != "group-1" || c.Spec.Source.VolumeHandle == nil || *c.Spec.Source.VolumeHandle != "vol-a" ||
+			if c.Annotations[upstreamGroupHandleAnn] != "group-1" || c.Spec.Source.VolumeHandle == nil || *c.Spec.Source.VolumeHandle != "vol-a" ||
 				c.Spec.DeletionPolicy != snapv1.VolumeSnapshotContentDelete || c.Spec.VolumeSnapshotRef.Name != vsA {
 				t.Errorf("member content = %+v, want vol-a's in group group-1, policy Delete, bound to %s", c, vsA)
 			}
@@ -356,7 +362,7 @@ func memberContent(name, vs, handle string) *snapv1.VolumeSnapshotContent {
 	group := "group-1"
 	vol := "vol"
 	return &snapv1.VolumeSnapshotContent{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{snapapi.LabelGroupHandle: group},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{upstreamGroupHandleAnn: group},
 			Finalizers: []string{snapapi.ContentBoundFinalizer}},
 		Spec: snapv1.VolumeSnapshotContentSpec{
 			VolumeSnapshotRef: v1.ObjectReference{Namespace: ns, Name: vs, UID: types.UID("uid-" + vs)},

@@ -12,15 +12,38 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/patch"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
 
-// LabelGroupSnapshotName marks a member VolumeSnapshot with the name of its VolumeGroupSnapshot (upstream's).
-const LabelGroupSnapshotName = "groupsnapshot.storage.k8s.io/volumeGroupSnapshotName"
+// byGroup indexes member VolumeSnapshots by the "namespace/name" of the VolumeGroupSnapshot that owns them.
+// The owner reference is what marks a member, as upstream's controller has it: upstream writes no label on
+// its members, so a member it created (before a swap to this controller) is found the same way as ours.
+const byGroup = "group"
+
+// groupOwner is the name of the VolumeGroupSnapshot owning vs, "" when vs is no group's member.
+func groupOwner(vs *snapv1.VolumeSnapshot) string {
+	for _, o := range vs.OwnerReferences {
+		if o.Kind == "VolumeGroupSnapshot" && o.APIVersion == groupv1.SchemeGroupVersion.String() {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// groupKeys is the byGroup index function.
+func groupKeys(obj any) ([]string, error) {
+	vs, ok := obj.(*snapv1.VolumeSnapshot)
+	if !ok {
+		return nil, nil
+	}
+	if name := groupOwner(vs); name != "" {
+		return []string{vs.Namespace + "/" + name}, nil
+	}
+	return nil, nil
+}
 
 // memberNames are upstream's names for the member snapshot and content of volumeHandle in group gs.
 func memberNames(gs *groupv1.VolumeGroupSnapshot, volumeHandle string) (snapshot, content string) {
@@ -28,18 +51,23 @@ func memberNames(gs *groupv1.VolumeGroupSnapshot, volumeHandle string) (snapshot
 	return fmt.Sprintf("snapshot-%x", sum), fmt.Sprintf("snapcontent-%x", sum)
 }
 
-// isGroupMember reports whether vs was made by this controller as a member of a group snapshot.
+// isGroupMember reports whether vs is a member of a group snapshot, made by this controller or upstream's.
 func isGroupMember(vs *snapv1.VolumeSnapshot) bool {
-	_, ok := vs.Labels[LabelGroupSnapshotName]
-	return ok
+	return groupOwner(vs) != ""
 }
 
 // groupMembers lists the member VolumeSnapshots of gs from the cache, by name, so that what is done to them
 // happens in the same order on every sync (the cache's order is a map's).
 func (c *Controller) groupMembers(gs *groupv1.VolumeGroupSnapshot) ([]*snapv1.VolumeSnapshot, error) {
-	members, err := c.snapshots.VolumeSnapshots(gs.Namespace).List(labels.SelectorFromSet(labels.Set{LabelGroupSnapshotName: gs.Name}))
+	objs, err := c.byClaim.ByIndex(byGroup, gs.Namespace+"/"+gs.Name)
 	if err != nil {
 		return nil, err
+	}
+	members := make([]*snapv1.VolumeSnapshot, 0, len(objs))
+	for _, o := range objs {
+		if vs, ok := o.(*snapv1.VolumeSnapshot); ok {
+			members = append(members, vs)
+		}
 	}
 	slices.SortFunc(members, func(a, b *snapv1.VolumeSnapshot) int { return strings.Compare(a.Name, b.Name) })
 	return members, nil
@@ -94,8 +122,8 @@ func (c *Controller) createMember(ctx context.Context, gs *groupv1.VolumeGroupSn
 	return err
 }
 
-// memberSnapshot returns the member VolumeSnapshot vsName, creating it if needed: owned by the group (the
-// garbage collector removes it with the group), labelled with the group's name, with the in-group finalizer
+// memberSnapshot returns the member VolumeSnapshot vsName, creating it if needed: owned by the group (which
+// marks it a member, and lets the garbage collector remove it with the group), with the in-group finalizer
 // and, when the group's content is deleted with it, the bound finalizer.
 func (c *Controller) memberSnapshot(ctx context.Context, gs *groupv1.VolumeGroupSnapshot, gc *groupv1.VolumeGroupSnapshotContent, name string, pv *v1.PersistentVolume) (*snapv1.VolumeSnapshot, error) {
 	if vs, err := c.snapshots.VolumeSnapshots(gs.Namespace).Get(name); err == nil {
@@ -114,7 +142,6 @@ func (c *Controller) memberSnapshot(ctx context.Context, gs *groupv1.VolumeGroup
 	vs := &snapv1.VolumeSnapshot{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: gs.Namespace,
-			Labels:     map[string]string{LabelGroupSnapshotName: gs.Name},
 			Finalizers: finalizers,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: groupv1.SchemeGroupVersion.String(), Kind: "VolumeGroupSnapshot", Name: gs.Name, UID: gs.UID,
@@ -148,7 +175,7 @@ func (c *Controller) memberContent(ctx context.Context, gs *groupv1.VolumeGroupS
 	content := &snapv1.VolumeSnapshotContent{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{snapapi.LabelGroupHandle: *gc.Status.VolumeGroupSnapshotHandle},
+			Annotations: map[string]string{snapapi.AnnGroupHandle: *gc.Status.VolumeGroupSnapshotHandle},
 			Finalizers:  []string{snapapi.ContentBoundFinalizer},
 		},
 		Spec: snapv1.VolumeSnapshotContentSpec{
@@ -222,7 +249,7 @@ func (c *Controller) syncMember(ctx context.Context, vs *snapv1.VolumeSnapshot) 
 		c.errorStatus(ctx, vs, true, v1.EventTypeWarning, "SnapshotMisbound", "VolumeSnapshotContent is not bound to the VolumeSnapshot correctly")
 		return nil
 	}
-	_, err = c.updateMemberStatus(ctx, vs, content, vs.Labels[LabelGroupSnapshotName])
+	_, err = c.updateMemberStatus(ctx, vs, content, groupOwner(vs))
 	return err
 }
 
@@ -254,8 +281,8 @@ func (c *Controller) updateMemberStatus(ctx context.Context, vs *snapv1.VolumeSn
 // memberDeletionBlocked reports whether a member's deletion must wait: upstream refuses to delete a member
 // on its own while its group snapshot exists and is not being deleted.
 func (c *Controller) memberDeletionBlocked(vs *snapv1.VolumeSnapshot) bool {
-	name, ok := vs.Labels[LabelGroupSnapshotName]
-	if !ok || c.groups == nil {
+	name := groupOwner(vs)
+	if name == "" || c.groups == nil {
 		return false
 	}
 	gs, err := c.groups.snapshots.VolumeGroupSnapshots(vs.Namespace).Get(name)

@@ -48,9 +48,10 @@ const (
 	AnnGroupDefaultClass = "groupsnapshot.storage.kubernetes.io/is-default-class"
 	// LabelManagedBy names the node whose csi-snapshotter handles a content (distributed snapshotting).
 	LabelManagedBy = "snapshot.storage.kubernetes.io/managed-by"
-	// LabelGroupHandle on a member content names its group's handle, so csi-snapshotter does not call
-	// CreateSnapshot for it.
-	LabelGroupHandle = "groupsnapshot.storage.kubernetes.io/volumeGroupSnapshotHandle"
+	// AnnGroupHandle on a member content names its group's handle, so csi-snapshotter does not call
+	// CreateSnapshot for it. Its domain is groupsnapshot.storage.k8s.io, unlike the other group keys' (upstream's
+	// own spelling): the other half of a mixed pair reads exactly this key.
+	AnnGroupHandle = "groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle"
 )
 
 // Parameter keys of a VolumeSnapshotClass (prefix csi.storage.k8s.io/), and the extra metadata keys

@@ -209,8 +209,10 @@ func TestCreate(t *testing.T) {
 			content: sidecartest.Content("c1", "vol-1", func(c *snapv1.VolumeSnapshotContent) { c.Spec.Driver = "other" }),
 		},
 		{
+			// As upstream's snapshot-controller creates a member content: its annotation (spelled out, the key
+			// the other half reads), a volume handle and no status until the controller's next write.
 			name:    "group member is left to the group",
-			content: sidecartest.Content("c1", "vol-1", withAnnotations(snapapi.LabelGroupHandle, "group-1")),
+			content: sidecartest.Content("c1", "vol-1", withAnnotations("groupsnapshot.storage.k8s.io/volumeGroupSnapshotHandle", "group-1")),
 		},
 	}
 	for _, tt := range tests {

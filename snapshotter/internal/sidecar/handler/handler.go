@@ -91,7 +91,7 @@ func (h *Handler) Sync(ctx context.Context, content *snapv1.VolumeSnapshotConten
 	if content.DeletionTimestamp != nil && released(content) {
 		return 0, h.delete(ctx, content)
 	}
-	_, groupMember := content.Annotations[snapapi.LabelGroupHandle]
+	_, groupMember := content.Annotations[snapapi.AnnGroupHandle]
 	switch {
 	case isReady(content):
 		// A crash between the status write and the annotation removal leaves the annotation behind.
