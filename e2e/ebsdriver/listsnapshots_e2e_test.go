@@ -41,9 +41,8 @@ func TestE2EEBSListSnapshotsPages(t *testing.T) {
 		{maxEntries: 5, pages: 2, calls: 2},
 		{maxEntries: 0, pages: 1, calls: 1},
 	} {
-		// The SDK's own retries (of an answer its transport lost) are not the driver's calls.
-		walkCalls := func() int { return d.sim.Requests("DescribeSnapshots", "OK") - d.sim.Retried("DescribeSnapshots") }
-		before := walkCalls()
+		// Calls, not attempts: the SDK's own retry of an answer its transport lost is not the driver's call.
+		before := d.sim.Calls("DescribeSnapshots")
 		var got []string
 		tok, pages := "", 0
 		for {
@@ -66,7 +65,7 @@ func TestE2EEBSListSnapshotsPages(t *testing.T) {
 			}
 		}
 		sort.Strings(got)
-		calls := walkCalls() - before
+		calls := d.sim.Calls("DescribeSnapshots") - before
 		t.Logf("max_entries %d: %d pages, %d DescribeSnapshots", tc.maxEntries, pages, calls)
 		if strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("max_entries %d listed %v, want %v", tc.maxEntries, got, want)

@@ -7,8 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/xml"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -74,6 +72,8 @@ type call struct {
 	label string
 	op    operation
 	form  *form
+	// invocation is the AWS SDK's amz-sdk-invocation-id, one per call across its retries ("" without it).
+	invocation string
 }
 
 // serveEC2 answers one EC2 Query request (POST /): admit it (body, form, signature, action), pass it through
@@ -87,9 +87,6 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inFlight.add(c.action, 1)
 	defer s.inFlight.add(c.action, -1)
-	if sdkRetry(r) {
-		s.metrics.retried.WithLabelValues(c.label).Inc()
-	}
 	fault, aerr := s.interfere(r.Context(), c)
 	switch {
 	case fault == faultDrop:
@@ -113,18 +110,6 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sdkRetry tells whether an AWS SDK sent the request as a retry: its amz-sdk-request header reads
-// "attempt=N; max=M", N counting from 1.
-func sdkRetry(r *http.Request) bool {
-	for _, part := range strings.Split(r.Header.Get("amz-sdk-request"), ";") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
-			n, err := strconv.Atoi(v)
-			return err == nil && n > 1
-		}
-	}
-	return false
-}
-
 // admit decodes the request and checks what EC2 checks before an action runs: the form, the signature and
 // the action's name. The call it returns is labelled even when it is refused.
 func (s *Server) admit(r *http.Request) (call, *apiError) {
@@ -138,6 +123,7 @@ func (s *Server) admit(r *http.Request) (call, *apiError) {
 		return c, newError(http.StatusBadRequest, "MalformedQueryString", "The request body is not a valid form.")
 	}
 	c.form = f
+	c.invocation = r.Header.Get("amz-sdk-invocation-id")
 	c.action = f.str("Action")
 	op, known := actions[c.action]
 	if known {
@@ -203,6 +189,7 @@ func (s *Server) answer(w http.ResponseWriter, reqID string, c call, out any, ae
 	}
 	s.log.V(5).Info("EC2 call", "action", c.action)
 	s.count(c.label, "OK")
+	s.metrics.recordCall(c.label, c.invocation)
 	writeResponse(w, c.action, reqID, out)
 }
 

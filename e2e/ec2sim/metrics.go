@@ -3,6 +3,8 @@ package ec2sim
 import (
 	"maps"
 	"slices"
+	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -13,9 +15,10 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	// slowed counts the calls Faults.Slow held, by action; they are answered (and counted in requests) too.
 	slowed *prometheus.CounterVec
-	// retried counts the requests an AWS SDK marked as a retry of one it had sent (amz-sdk-request attempt
-	// above 1), by action; they are counted in requests too.
-	retried *prometheus.CounterVec
+	// calls holds, by action, the AWS SDK invocation IDs (amz-sdk-invocation-id, the same on every attempt of
+	// one call) answered with success at least once.
+	callsMu sync.Mutex
+	calls   map[string]map[string]bool
 }
 
 // newMetrics uses a registry of its own, so several emulators in one test binary don't collide.
@@ -30,12 +33,9 @@ func newMetrics() *metrics {
 			Name: "ec2sim_slowed_requests_total",
 			Help: "EC2 API requests held longer by the injected Slow fault, by action.",
 		}, []string{"action"}),
-		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "ec2sim_retried_requests_total",
-			Help: "EC2 API requests an AWS SDK sent again after an attempt it saw fail (amz-sdk-request attempt > 1), by action.",
-		}, []string{"action"}),
+		calls: map[string]map[string]bool{},
 	}
-	m.registry.MustRegister(m.requests, m.slowed, m.retried)
+	m.registry.MustRegister(m.requests, m.slowed)
 	return m
 }
 
@@ -58,16 +58,30 @@ func (s *Server) Slowed(action string) int {
 	return int(m.GetCounter().GetValue())
 }
 
-// Retried is how many requests of action an AWS SDK sent as a retry (ec2sim_retried_requests_total). A
-// caller that counts the calls its own logic makes subtracts them: the SDK retries an attempt whose answer
-// it lost on its side too (aws-sdk-go-v2 retries a read on a connection its transport closed, a known race),
-// and the emulator has answered both.
-func (s *Server) Retried(action string) int {
-	var m dto.Metric
-	if err := s.metrics.retried.WithLabelValues(action).Write(&m); err != nil {
-		return 0
+// Calls is how many calls of action succeeded, counting a call the AWS SDK retried once: its attempts share one
+// amz-sdk-invocation-id, and the SDK retries an attempt whose answer it lost on its side too (aws-sdk-go-v2
+// retries a read on a connection its transport closed, a known race), after the emulator answered it. A
+// request without the header counts on its own. Tests that count a driver's own EC2 calls use it; Requests
+// counts attempts.
+func (s *Server) Calls(action string) int {
+	s.metrics.callsMu.Lock()
+	defer s.metrics.callsMu.Unlock()
+	return len(s.metrics.calls[action])
+}
+
+// recordCall notes a successful answer to an attempt of the call invocation (a fresh key when empty).
+func (m *metrics) recordCall(action, invocation string) {
+	m.callsMu.Lock()
+	defer m.callsMu.Unlock()
+	ids := m.calls[action]
+	if ids == nil {
+		ids = map[string]bool{}
+		m.calls[action] = ids
 	}
-	return int(m.GetCounter().GetValue())
+	if invocation == "" {
+		invocation = "request-" + strconv.Itoa(len(ids))
+	}
+	ids[invocation] = true
 }
 
 // Actions are the EC2 actions the emulator serves, in name order: with Requests, they let a caller total
