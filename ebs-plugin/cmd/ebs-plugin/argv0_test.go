@@ -89,6 +89,7 @@ func TestValidateOnly(t *testing.T) {
 	sock := "--endpoint=unix://" + filepath.Join(t.TempDir(), "missing", "csi.sock")
 	tests := []struct {
 		args     []string
+		env      []string
 		wantCode int
 		want     string
 	}{
@@ -102,10 +103,12 @@ func TestValidateOnly(t *testing.T) {
 		{args: []string{"controller", sock, "--modify-volume-request-handler-timeout=0s"}, wantCode: 2, want: "--modify-volume-request-handler-timeout"},
 		{args: []string{"node", sock, "--windows-host-process"}, wantCode: 2, want: "--windows-host-process"},
 		{args: []string{"metadatalabeler"}, wantCode: 2, want: "unknown mode"},
+		{args: []string{"pre-stop-hook"}, env: []string{"CSI_NODE_NAME=node-1"}, want: "ebs-plugin: configuration valid"},
+		{args: []string{"pre-stop-hook"}, wantCode: 2, want: "CSI_NODE_NAME"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			code, output := runAs(t, []string{"STOWAGE_VALIDATE_ONLY=1"}, tc.args...)
+			code, output := runAs(t, append([]string{"STOWAGE_VALIDATE_ONLY=1"}, tc.env...), tc.args...)
 			if code != tc.wantCode || !strings.Contains(output, tc.want) {
 				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, output, tc.wantCode, tc.want)
 			}

@@ -66,6 +66,11 @@ func (c *Config) Validate() error {
 	if c.ModifyVolumeWindow <= 0 {
 		return fmt.Errorf("--modify-volume-request-handler-timeout %s must be positive", c.ModifyVolumeWindow)
 	}
+	if c.Mode == ModePreStopHook && c.NodeName == "" {
+		// Its Node is the one thing the hook reads of its configuration; the DaemonSet passes it to the hook
+		// through the node container's environment.
+		return errors.New("pre-stop-hook needs its node's name: set CSI_NODE_NAME")
+	}
 	if c.Mode == ModePreStopHook || c.Mode == ModeMetadataLabeler {
 		return nil // neither serves CSI nor reads the driver's tags and sources
 	}

@@ -17,7 +17,8 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "defaults", mutate: func(*Config) {}},
-		{name: "pre-stop-hook", mutate: func(c *Config) { c.Mode = ModePreStopHook }},
+		{name: "pre-stop-hook", mutate: func(c *Config) { c.Mode, c.NodeName = ModePreStopHook, "node-1" }},
+		{name: "pre-stop-hook without a node name", mutate: func(c *Config) { c.Mode = ModePreStopHook }, wantErr: "CSI_NODE_NAME"},
 		{name: "metadataLabeler", mutate: func(c *Config) { c.Mode = ModeMetadataLabeler }},
 		{name: "unknown mode", mutate: func(c *Config) { c.Mode = "metadatalabeler" }, wantErr: "unknown mode"},
 		{name: "limit and reserved together", mutate: func(c *Config) { c.VolumeAttachLimit, c.ReservedVolumeAttachments = 10, 2 }, wantErr: "mutually exclusive"},
@@ -31,7 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		{name: "invalid extra tag", mutate: func(c *Config) { c.ExtraTags = []string{"no-equals-sign"} }, wantErr: "--extra-tags"},
 		{name: "invalid extra tag, warned about", mutate: func(c *Config) { c.ExtraTags, c.WarnOnInvalidTag = []string{"no-equals-sign"}, true }},
 		{name: "invalid extra tag, not read in node mode", mutate: func(c *Config) { c.Mode, c.ExtraTags = driver.ModeNode, []string{"no-equals-sign"} }},
-		{name: "pre-stop-hook reads no endpoint", mutate: func(c *Config) { c.Mode, c.Endpoint = ModePreStopHook, "" }},
+		{name: "pre-stop-hook reads no endpoint", mutate: func(c *Config) { c.Mode, c.NodeName, c.Endpoint = ModePreStopHook, "node-1", "" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
