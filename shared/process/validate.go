@@ -22,7 +22,7 @@ const ValidateOnlyEnv = "STOWAGE_VALIDATE_ONLY"
 // EndIfValidateOnly is called by a binary's start-up once its configuration has passed every check that needs
 // no network. When getenv's ValidateOnlyEnv is true it writes the "configuration valid" line to stdout and
 // returns done, and the binary exits 0 without starting. An unset or empty variable is a normal start; a value
-// strconv.ParseBool does not read is an error, so that a misspelt check never starts the binary for real.
+// strconv.ParseBool does not read is a UsageError, so that a misspelt check never starts the binary for real.
 func EndIfValidateOnly(getenv func(string) string, stdout io.Writer, binary string) (done bool, err error) {
 	v := getenv(ValidateOnlyEnv)
 	if v == "" {
@@ -30,7 +30,7 @@ func EndIfValidateOnly(getenv func(string) string, stdout io.Writer, binary stri
 	}
 	on, err := strconv.ParseBool(v)
 	if err != nil {
-		return false, fmt.Errorf("environment variable %s=%q is not a boolean", ValidateOnlyEnv, v)
+		return false, UsageError{Err: fmt.Errorf("environment variable %s=%q is not a boolean", ValidateOnlyEnv, v)}
 	}
 	if !on {
 		return false, nil

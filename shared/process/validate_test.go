@@ -2,6 +2,7 @@ package process
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -30,8 +31,8 @@ func TestEndIfValidateOnly(t *testing.T) {
 			}
 			done, err := EndIfValidateOnly(getenv, &out, "testbin")
 			if tc.wantErr != "" {
-				if err == nil || err.Error() != tc.wantErr {
-					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				if err == nil || err.Error() != tc.wantErr || !errors.As(err, new(UsageError)) {
+					t.Fatalf("error %v, want the UsageError %q", err, tc.wantErr)
 				}
 			} else if err != nil {
 				t.Fatal(err)

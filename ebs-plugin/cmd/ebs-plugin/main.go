@@ -138,18 +138,10 @@ func run(args []string) int {
 		}
 		// Every check of the mode, flags and environment that needs no network has passed.
 		if done, err := process.EndIfValidateOnly(os.Getenv, os.Stdout, binary); err != nil || done {
-			return usageError(err)
+			return err
 		}
 		return app.Run(ctx, cfg)
 	})
-}
-
-// usageError marks err, if any, as an error of the command line or environment.
-func usageError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return process.UsageError{Err: err}
 }
 
 // repeated is a flag that keeps every value it is given, because upstream merges repeated --extra-tags and

@@ -70,10 +70,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 		}
 		// Flags and environment have passed every check that needs no network.
 		if done, err := process.EndIfValidateOnly(getenv, stdout, binary); err != nil || done {
-			if err != nil {
-				return process.UsageError{Err: err}
-			}
-			return nil
+			return err
 		}
 		return app.Run(ctx, o.cfg)
 	})
