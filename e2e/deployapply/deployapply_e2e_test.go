@@ -158,8 +158,11 @@ var binaries = map[string][2]string{
 }
 
 // TestE2EDeployFlagsAccepted starts every Stowage binary the renders run with exactly its container's args
-// (and literal env, for $(VAR) and env-backed flags) plus --version, which exits once the flags are parsed: a
-// flag a manifest passes that the binary rejects fails here, not in a user's cluster.
+// (and literal env, for $(VAR) and env-backed flags) and STOWAGE_VALIDATE_ONLY=1, with which each binary runs
+// every check of its flags, environment and mode that its start runs before it dials or serves, then says
+// "configuration valid" and exits 0: a composition that parses but would exit at start-up fails here, not in
+// a user's cluster. A container's preStop exec hook (ebs-plugin's pre-stop-hook) is validated the same way,
+// with the container's env, which is what the kubelet runs it with.
 func TestE2EDeployFlagsAccepted(t *testing.T) {
 	files := render(t)
 	wd, err := os.Getwd()
@@ -176,25 +179,8 @@ func TestE2EDeployFlagsAccepted(t *testing.T) {
 	built := map[string]string{}
 	checked := 0
 	for _, file := range files {
-		deployments, daemonSets := workloads(t, file)
-		var pods []struct {
-			name string
-			spec corev1.PodSpec
-		}
-		for _, d := range deployments {
-			pods = append(pods, struct {
-				name string
-				spec corev1.PodSpec
-			}{d.Name, d.Spec.Template.Spec})
-		}
-		for _, d := range daemonSets {
-			pods = append(pods, struct {
-				name string
-				spec corev1.PodSpec
-			}{d.Name, d.Spec.Template.Spec})
-		}
-		for _, p := range pods {
-			for _, ctr := range p.spec.Containers {
+		for _, p := range podSpecs(t, file) {
+			for _, ctr := range slices.Concat(p.spec.InitContainers, p.spec.Containers) {
 				repo, _, _ := strings.Cut(ctr.Image, ":")
 				image := repo[strings.LastIndex(repo, "/")+1:]
 				mb, ok := binaries[image]
@@ -208,33 +194,75 @@ func TestE2EDeployFlagsAccepted(t *testing.T) {
 					}
 					built[image] = bin
 				}
-				args := slices.Clone(ctr.Args)
-				if len(ctr.Command) > 1 {
-					args = append(slices.Clone(ctr.Command[1:]), args...)
-				}
-				env := []string{"PATH=" + os.Getenv("PATH")}
-				for _, e := range ctr.Env {
-					v := e.Value
-					if e.ValueFrom != nil {
-						v = "from-" + e.Name // a fieldRef or secret, resolved by the kubelet
-					}
-					env = append(env, e.Name+"="+v)
-					for i := range args {
-						args[i] = strings.ReplaceAll(args[i], "$("+e.Name+")", v)
-					}
-				}
-				cmd := exec.CommandContext(ctx, bin, append(args, "--version")...)
-				cmd.Env = env
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Errorf("%s: %s/%s: %s %v: %v\n%s", filepath.Base(file), p.name, ctr.Name, mb[1], args, err, out)
-				}
+				where := fmt.Sprintf("%s: %s/%s", filepath.Base(file), p.name, ctr.Name)
+				env, args := containerEnvAndArgs(ctr)
+				validateOnly(t, ctx, where, bin, mb[1], args, env)
 				checked++
+				if h := ctr.Lifecycle; h != nil && h.PreStop != nil && h.PreStop.Exec != nil && len(h.PreStop.Exec.Command) > 0 {
+					// The hook's command names the image's path of the binary; the kubelet expands no $(VAR) in it.
+					validateOnly(t, ctx, where+" preStop", bin, mb[1], h.PreStop.Exec.Command[1:], env)
+					checked++
+				}
 			}
 		}
 	}
 	if checked == 0 {
 		t.Fatal("no Stowage container found in the renders")
 	}
-	t.Logf("%d containers started with their manifests' args", checked)
+	t.Logf("%d containers and hooks validated with their manifests' args and env", checked)
+}
+
+// pod is a workload's name and pod template.
+type pod struct {
+	name string
+	spec corev1.PodSpec
+}
+
+// podSpecs are the pod templates of a rendered file's Deployments and DaemonSets.
+func podSpecs(t *testing.T, file string) []pod {
+	deployments, daemonSets := workloads(t, file)
+	var pods []pod
+	for _, d := range deployments {
+		pods = append(pods, pod{d.Name, d.Spec.Template.Spec})
+	}
+	for _, d := range daemonSets {
+		pods = append(pods, pod{d.Name, d.Spec.Template.Spec})
+	}
+	return pods
+}
+
+// containerEnvAndArgs are the environment the container's process gets (a value the kubelet resolves from a
+// field or a Secret stands in as "from-<name>") and its arguments after the binary, with $(VAR) expanded from
+// that environment as the kubelet expands it.
+func containerEnvAndArgs(ctr corev1.Container) (env, args []string) {
+	args = slices.Clone(ctr.Args)
+	if len(ctr.Command) > 1 {
+		args = append(slices.Clone(ctr.Command[1:]), args...)
+	}
+	env = []string{"PATH=" + os.Getenv("PATH")}
+	for _, e := range ctr.Env {
+		v := e.Value
+		if e.ValueFrom != nil {
+			v = "from-" + e.Name
+		}
+		env = append(env, e.Name+"="+v)
+		for i := range args {
+			args[i] = strings.ReplaceAll(args[i], "$("+e.Name+")", v)
+		}
+	}
+	return env, args
+}
+
+// validateOnly runs bin with args and env and STOWAGE_VALIDATE_ONLY=1, and fails t unless the binary exits 0
+// with its verdict "<binary>: configuration valid" as all of its stdout.
+func validateOnly(t *testing.T, ctx context.Context, where, bin, binary string, args, env []string) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(slices.Clone(env), "STOWAGE_VALIDATE_ONLY=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if want := binary + ": configuration valid\n"; err != nil || stdout.String() != want {
+		t.Errorf("%s: %s %q: %v, stdout %q (want %q)\n%s", where, binary, args, err, stdout.String(), want, stderr.String())
+	}
 }

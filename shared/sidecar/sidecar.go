@@ -56,6 +56,7 @@ import (
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/leaderelection"
 	"github.com/stowage-csi/stowage/shared/metrics"
+	"github.com/stowage-csi/stowage/shared/process"
 	"github.com/stowage-csi/stowage/shared/signals"
 	"github.com/stowage-csi/stowage/shared/version"
 	"github.com/stowage-csi/stowage/shared/workqueue"
@@ -107,7 +108,7 @@ type Options struct {
 	// NoEffect names the flags the sidecar accepts for compatibility with upstream but does not act on, each with
 	// the reason; Run warns about each one the command line sets. Optional.
 	NoEffect map[string]string
-	// Stdout receives --version and --help output; nil means os.Stdout.
+	// Stdout receives --version and --help output, and a validate-only run's verdict; nil means os.Stdout.
 	Stdout io.Writer
 	// OnConnectionLoss and OnLeaseLost replace the default exits, for tests. Nil keeps upstream's behaviour:
 	// exit 1 when the CSI socket goes away or the lease is lost.
@@ -157,7 +158,8 @@ func Main(o Options, run func(context.Context, *Env) error) {
 }
 
 // Run starts the sidecar and calls run under leader election; see the package documentation. It returns nil
-// after --version or --help, and after a graceful shutdown.
+// after --version or --help, after a validate-only run (process.ValidateOnlyEnv) found the configuration
+// valid, and after a graceful shutdown.
 func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) (err error) {
 	fs, common, err := parseFlags(o)
 	if err != nil || fs == nil {
@@ -168,6 +170,12 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 		return err
 	}
 	defer undo()
+	// The flags, the sidecar's own checks and the logging configuration have passed: a validate-only run ends
+	// here, before the Kubernetes client configuration (in-cluster, only a Pod has it), the driver and the
+	// Prepare checks, which need the network.
+	if done, err := process.EndIfValidateOnly(os.Getenv, stdout(o), o.Binary); err != nil || done {
+		return err
+	}
 	env, err := newEnv(ctx, o, common)
 	if err != nil {
 		return err
@@ -215,15 +223,12 @@ func Run(ctx context.Context, o Options, run func(context.Context, *Env) error) 
 // parseFlags parses and validates o.Args. A nil flag set with a nil error means Run is done: --version or
 // --help printed what was asked.
 func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
-	stdout := o.Stdout
-	if stdout == nil {
-		stdout = os.Stdout
-	}
+	out := stdout(o)
 	fs, common, err := NewFlagSet(o)
 	if err != nil {
 		return nil, nil, err
 	}
-	fs.SetOutput(stdout)
+	fs.SetOutput(out)
 	if err := flags.ParseInterspersed(fs, o.Args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, nil
@@ -232,7 +237,7 @@ func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
 	}
 	common.Parsed(fs)
 	if common.ShowVersion {
-		return nil, nil, version.Print(stdout, o.Binary)
+		return nil, nil, version.Print(out, o.Binary)
 	}
 	if err := common.Validate(); err != nil {
 		return nil, nil, err
@@ -243,6 +248,14 @@ func parseFlags(o Options) (*flag.FlagSet, *flags.Common, error) {
 		}
 	}
 	return fs, common, nil
+}
+
+// stdout is o.Stdout, or os.Stdout when unset.
+func stdout(o Options) io.Writer {
+	if o.Stdout == nil {
+		return os.Stdout
+	}
+	return o.Stdout
 }
 
 // setUpProcess applies the logging flags and GOMAXPROCS, and warns about the flags that are set but do

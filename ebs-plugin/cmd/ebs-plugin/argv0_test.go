@@ -69,7 +69,7 @@ func TestUnderUpstreamsNameModesAndFlagsParse(t *testing.T) {
 		{args: []string{"node", "--version"}, want: "ebs-plugin"},
 		{args: []string{"controller", "--version"}, want: "ebs-plugin"},
 		{args: []string{"all", "--version"}, want: "ebs-plugin"},
-		{args: []string{"no-such-mode"}, wantCode: 1, want: "unknown mode"},
+		{args: []string{"no-such-mode"}, wantCode: 2, want: "unknown mode"},
 		{args: []string{"node", "--no-such-flag"}, wantCode: 2, want: "no-such-flag"},
 	}
 	for _, tc := range tests {
@@ -77,6 +77,43 @@ func TestUnderUpstreamsNameModesAndFlagsParse(t *testing.T) {
 			code, output := runAs(t, nil, tc.args...)
 			if code != tc.wantCode || !strings.Contains(output, tc.want) {
 				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, output, tc.wantCode, tc.want)
+			}
+		})
+	}
+}
+
+// TestValidateOnly runs the binary with STOWAGE_VALIDATE_ONLY=1 in each mode: a configuration that parses but
+// that the mode refuses exits 2 naming the setting, a valid one prints the verdict and exits 0 without serving
+// (no endpoint is bound: each run names a socket in a folder that does not exist).
+func TestValidateOnly(t *testing.T) {
+	sock := "--endpoint=unix://" + filepath.Join(t.TempDir(), "missing", "csi.sock")
+	tests := []struct {
+		args     []string
+		env      []string
+		wantCode int
+		want     string
+	}{
+		{args: []string{"controller", sock, "--extra-tags=team=storage", "--http-endpoint=0.0.0.0:3301"}, want: "ebs-plugin: configuration valid"},
+		{args: []string{"node", sock, "--metadata-sources=kubernetes"}, want: "ebs-plugin: configuration valid"},
+		{args: []string{"all", sock}, want: "ebs-plugin: configuration valid"},
+		{args: []string{"controller", sock, "--extra-tags=no-equals-sign"}, wantCode: 2, want: "--extra-tags"},
+		{args: []string{"node", sock, "--metadata-sources=imds,ec2"}, wantCode: 2, want: "--metadata-sources"},
+		{args: []string{"node", "--endpoint=/csi/csi.sock"}, wantCode: 2, want: "--endpoint"},
+		{args: []string{"node", sock, "--volume-attach-limit=10", "--reserved-volume-attachments=2"}, wantCode: 2, want: "mutually exclusive"},
+		{args: []string{"controller", sock, "--modify-volume-request-handler-timeout=0s"}, wantCode: 2, want: "--modify-volume-request-handler-timeout"},
+		{args: []string{"node", sock, "--windows-host-process"}, wantCode: 2, want: "--windows-host-process"},
+		{args: []string{"metadatalabeler"}, wantCode: 2, want: "unknown mode"},
+		{args: []string{"pre-stop-hook"}, env: []string{"CSI_NODE_NAME=node-1"}, want: "ebs-plugin: configuration valid"},
+		{args: []string{"pre-stop-hook"}, wantCode: 2, want: "CSI_NODE_NAME"},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, output := runAs(t, append([]string{"STOWAGE_VALIDATE_ONLY=1"}, tc.env...), tc.args...)
+			if code != tc.wantCode || !strings.Contains(output, tc.want) {
+				t.Fatalf("exit %d, output:\n%s\nwant exit %d and %q", code, output, tc.wantCode, tc.want)
+			}
+			if tc.wantCode != 0 && strings.Contains(output, "configuration valid") {
+				t.Errorf("an invalid configuration was called valid:\n%s", output)
 			}
 		})
 	}

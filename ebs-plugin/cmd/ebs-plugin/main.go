@@ -131,6 +131,13 @@ func run(args []string) int {
 			return process.UsageError{Err: errors.New("--windows-host-process is not supported")}
 		}
 		warnNoEffect(klog.FromContext(ctx), o.noEffect)
+		if err := cfg.Validate(); err != nil {
+			return process.UsageError{Err: err}
+		}
+		// Every check of the mode, flags and environment that needs no network has passed.
+		if done, err := process.EndIfValidateOnly(os.Getenv, os.Stdout, binary); err != nil || done {
+			return err
+		}
 		return app.Run(ctx, cfg)
 	})
 }

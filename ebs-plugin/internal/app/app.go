@@ -18,6 +18,7 @@ import (
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/mounter"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/nvmemetrics"
 	"github.com/stowage-csi/stowage/ebs-plugin/internal/params"
+	"github.com/stowage-csi/stowage/shared/csiserver"
 	"github.com/stowage-csi/stowage/shared/httpserver"
 )
 
@@ -49,7 +50,10 @@ type Config struct {
 	AWSSDKDebugLog bool
 }
 
-// Validate checks flag combinations before anything starts.
+// Validate checks flag combinations, and the values the chosen mode parses, before anything starts; a
+// validate-only run (STOWAGE_VALIDATE_ONLY) runs it too. What needs the network is checked later: the region
+// from instance metadata when AWS_REGION is unset, the metrics certificate (a mounted Secret) when the endpoint
+// is bound.
 func (c *Config) Validate() error {
 	switch c.Mode {
 	case driver.ModeAll, driver.ModeController, driver.ModeNode, ModePreStopHook, ModeMetadataLabeler:
@@ -64,6 +68,27 @@ func (c *Config) Validate() error {
 	}
 	if c.ModifyVolumeWindow <= 0 {
 		return fmt.Errorf("--modify-volume-request-handler-timeout %s must be positive", c.ModifyVolumeWindow)
+	}
+	if c.Mode == ModePreStopHook && c.NodeName == "" {
+		// Its Node is the one thing the hook reads of its configuration; the DaemonSet passes it to the hook
+		// through the node container's environment.
+		return errors.New("pre-stop-hook needs its node's name: set CSI_NODE_NAME")
+	}
+	if c.Mode == ModePreStopHook || c.Mode == ModeMetadataLabeler {
+		return nil // neither serves CSI nor reads the driver's tags and sources
+	}
+	if _, _, err := csiserver.ParseEndpoint("--endpoint", c.Endpoint); err != nil {
+		return err
+	}
+	if c.Mode != driver.ModeNode && !c.WarnOnInvalidTag {
+		if _, err := params.ParseExtraTags(c.ExtraTags...); err != nil {
+			return fmt.Errorf("--extra-tags: %w", err)
+		}
+	}
+	if c.Mode != driver.ModeController {
+		if _, err := metadata.ParseSources(c.MetadataSources...); err != nil {
+			return err
+		}
 	}
 	return nil
 }

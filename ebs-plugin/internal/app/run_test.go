@@ -82,7 +82,7 @@ func TestBuildFailsOnUnreadableCertificate(t *testing.T) {
 
 func TestPreStopHookModeRunsTheHookNotTheDriver(t *testing.T) {
 	c := nodeConfig(t)
-	c.Mode = ModePreStopHook
+	c.Mode, c.NodeName = ModePreStopHook, "node-1"
 	// The driver would start serving; the hook needs the API server first and fails on the missing kubeconfig.
 	if err := Run(context.Background(), c); err == nil || !strings.Contains(err.Error(), "no-kubeconfig") {
 		t.Fatalf("Run = %v, want the hook's error about the missing kubeconfig", err)

@@ -43,6 +43,8 @@ type Process struct {
 	Run    func(ctx context.Context) error
 	Stdout io.Writer
 	Stderr io.Writer
+	// Getenv reads the environment, for process.ValidateOnlyEnv; nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // Config is a node sidecar's own configuration: its flags, once parsed, and their check.
@@ -66,11 +68,12 @@ func New[C any, P Config[C]](binary string, addFlags func(*flag.FlagSet) P, run 
 		Run:      func(ctx context.Context) error { return run(ctx, *cfg) },
 		Stdout:   os.Stdout,
 		Stderr:   os.Stderr,
+		Getenv:   os.Getenv,
 	}
 }
 
 // Main parses args, sets up logging and runs p.Run until it returns or SIGTERM stops it, and returns the exit
-// status.
+// status. With process.ValidateOnlyEnv set it stops once the flags and logging are checked, before Run.
 func (p Process) Main(args []string) int {
 	p.Flags.SetOutput(p.Stderr)
 	if err := flags.ParseInterspersed(p.Flags, args); err != nil {
@@ -102,8 +105,21 @@ func (p Process) Main(args []string) int {
 	}
 	logger := klog.Background().WithName(p.Binary)
 	flags.WarnPositional(logger, p.Flags.Args())
+	// Flags and logging have passed every check that needs no driver socket: a validate-only run ends here.
+	getenv := p.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	done, err := process.EndIfValidateOnly(getenv, p.Stdout, p.Binary)
+	if err != nil {
+		fmt.Fprintf(p.Stderr, "%s: %v\n", p.Binary, err)
+		return ExitUsage
+	}
+	if done {
+		return ExitOK
+	}
 	ctx, stop := signals.Context(klog.NewContext(context.Background(), logger), nil)
-	err := p.Run(ctx)
+	err = p.Run(ctx)
 	stop()
 	if err != nil {
 		logger.Error(err, "Stopped on error")

@@ -125,3 +125,61 @@ func TestNewRunsWithParsedConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestMainValidateOnly: with process.ValidateOnlyEnv set, a command line that parses but that the binary
+// refuses fails naming the flag, and a valid one prints the verdict and exits 0 without running.
+func TestMainValidateOnly(t *testing.T) {
+	tests := []struct {
+		name       string
+		env        string
+		args       []string
+		validate   error
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		// The logging flags of TestMainExitStatus: component-base applies one logging configuration per process.
+		{name: "valid", env: "1", args: []string{"--v=2", "--logging-format=text", "--own=x"}, wantCode: ExitOK,
+			wantStdout: "test-binary: configuration valid\n"},
+		{name: "invalid flags", env: "1", args: []string{"--v=2"}, validate: errors.New("--own is required"), wantCode: ExitUsage,
+			wantStderr: "invalid flags: --own is required"},
+		{name: "invalid logging", env: "1", args: []string{"--logging-format=xml"}, wantCode: ExitUsage, wantStderr: "logging"},
+		{name: "switch that is not a boolean", env: "on", args: []string{"--v=2", "--logging-format=text"}, wantCode: ExitUsage,
+			wantStderr: process.ValidateOnlyEnv},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("test-binary", flag.ContinueOnError)
+			common := process.AddFlags(fs)
+			fs.String("own", "", "a binary's own flag")
+			var stdout, stderr bytes.Buffer
+			code := Process{
+				Binary:   "test-binary",
+				Flags:    fs,
+				Common:   common,
+				Validate: func() error { return tt.validate },
+				Run: func(context.Context) error {
+					t.Error("Run called in a validate-only run")
+					return nil
+				},
+				Stdout: &stdout,
+				Stderr: &stderr,
+				Getenv: func(name string) string {
+					if name == process.ValidateOnlyEnv {
+						return tt.env
+					}
+					return ""
+				},
+			}.Main(tt.args)
+			if code != tt.wantCode {
+				t.Errorf("exit status %d, want %d (stderr %q)", code, tt.wantCode, stderr.String())
+			}
+			if stdout.String() != tt.wantStdout {
+				t.Errorf("stdout %q, want %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

@@ -131,7 +131,8 @@ func (c *Config) AddFlags(fs *flag.FlagSet, _ *flags.Common) {
 	fs.Duration("node-deployment-max-delay", 60*time.Second, "Accepted for compatibility, no effect (see --node-deployment-base-delay).")
 }
 
-// Validate checks the provisioner's own flags (sidecar.Run has checked the standard ones).
+// Validate checks the provisioner's own flags and the environment they need (sidecar.Run has checked the
+// standard ones).
 func (c *Config) Validate() error {
 	if c.VolumeNamePrefix == "" {
 		return fmt.Errorf("--volume-name-prefix must not be empty")
@@ -141,6 +142,17 @@ func (c *Config) Validate() error {
 	}
 	if c.EnableCapacity && c.CapacityPollInterval <= 0 {
 		return fmt.Errorf("--capacity-poll-interval must be positive")
+	}
+	// The environment these flags read once this replica leads, checked at start-up (and in a validate-only
+	// run) so that a Deployment without it fails on every replica at once.
+	if c.NodeDeployment && os.Getenv("NODE_NAME") == "" {
+		return fmt.Errorf("--node-deployment needs the NODE_NAME environment variable")
+	}
+	if c.EnableCapacity && os.Getenv("NAMESPACE") == "" {
+		return fmt.Errorf("--enable-capacity needs the NAMESPACE environment variable")
+	}
+	if c.EnableCapacity && c.CapacityOwnerrefLevel >= 0 && os.Getenv("POD_NAME") == "" {
+		return fmt.Errorf("--enable-capacity with --capacity-ownerref-level >= 0 needs the POD_NAME environment variable")
 	}
 	return nil
 }

@@ -85,6 +85,39 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestValidateNeedsTheEnvironmentItsFlagsRead: the variables --node-deployment and --enable-capacity read once
+// the replica leads are required at start-up.
+func TestValidateNeedsTheEnvironmentItsFlagsRead(t *testing.T) {
+	for _, tt := range []struct {
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{args: []string{"--node-deployment"}, wantErr: "--node-deployment needs the NODE_NAME environment variable"},
+		{args: []string{"--node-deployment"}, env: map[string]string{"NODE_NAME": "node-a"}},
+		{args: []string{"--enable-capacity"}, env: map[string]string{"POD_NAME": "p"}, wantErr: "--enable-capacity needs the NAMESPACE environment variable"},
+		{args: []string{"--enable-capacity"}, env: map[string]string{"NAMESPACE": "kube-system"}, wantErr: "needs the POD_NAME environment variable"},
+		{args: []string{"--enable-capacity", "--capacity-ownerref-level=-1"}, env: map[string]string{"NAMESPACE": "kube-system"}},
+		{args: []string{"--enable-capacity"}, env: map[string]string{"NAMESPACE": "kube-system", "POD_NAME": "p"}},
+	} {
+		for _, name := range []string{"NODE_NAME", "NAMESPACE", "POD_NAME"} {
+			t.Setenv(name, tt.env[name])
+		}
+		var cfg Config
+		fs, _, err := sidecar.NewFlagSet(cfg.Options(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fs.Parse(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		err = cfg.Validate()
+		if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+			t.Errorf("%v with %v: Validate() = %v, want %q", tt.args, tt.env, err, tt.wantErr)
+		}
+	}
+}
+
 // --master is the provisioner's own flag; Options hands its parsed value to the clients.
 func TestOptionsPassMasterAfterParsing(t *testing.T) {
 	var cfg Config

@@ -59,11 +59,16 @@ func (c *Config) AddFlags(fs *flag.FlagSet, common *flags.Common) {
 	fs.BoolVar(&c.ExtraModifyMetadata, "extra-modify-metadata", false, "If set, add pv/pvc metadata to plugin modify requests as parameters.")
 }
 
-// Validate checks the resizer's own flags.
+// Validate checks the resizer's own flags and environment.
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Resync < 0 {
 		errs = append(errs, fmt.Errorf("--resync-period must not be negative, got %s", c.Resync))
+	}
+	// Read again when the API server turns out to lack VolumeAttributesClasses; a value that is no boolean
+	// fails start-up here, on every cluster, rather than only on the clusters where it is needed.
+	if _, err := vacFallback(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -65,6 +65,15 @@ func TestVACFallbackParsesTheEnvironment(t *testing.T) {
 	if _, err := vacFallback(); err == nil || !strings.Contains(err.Error(), vacFallbackEnv) {
 		t.Errorf("bad value: err = %v, want one naming %s", err, vacFallbackEnv)
 	}
+	// Start-up, and a validate-only run, refuse it before the API server is asked for VolumeAttributesClasses.
+	var cfg Config
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), vacFallbackEnv) {
+		t.Errorf("Validate with a bad value: %v, want an error naming %s", err, vacFallbackEnv)
+	}
+	t.Setenv(vacFallbackEnv, "true")
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("Validate with %s=true: %v", vacFallbackEnv, err)
+	}
 }
 
 func TestEventSourceIsUpstreams(t *testing.T) {

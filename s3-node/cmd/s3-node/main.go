@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/stowage-csi/stowage/s3-node/internal/app"
@@ -18,7 +19,7 @@ import (
 const binary = "s3-node"
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 // options is the parsed command line and environment.
@@ -51,20 +52,26 @@ func parseArgs(args []string, getenv func(string) string) (*options, error) {
 	if c.KubeletPath == "" {
 		c.KubeletPath = "/var/lib/kubelet"
 	}
-	if c.UnmountInterval <= 0 {
-		return nil, fmt.Errorf("--unmount-sweep-interval %s must be positive", c.UnmountInterval)
-	}
 	return o, nil
 }
 
-func run(args []string) int {
-	o, err := parseArgs(args, os.Getenv)
+func run(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args, getenv)
 	if err != nil {
-		return process.ParseFailed(os.Stderr, binary, err)
+		return process.ParseFailed(stderr, binary, err)
 	}
 	if o.ShowVersion {
-		fmt.Printf("%s %s (Mountpoint %s)\n", binary, version.Version, o.cfg.MountpointVersion)
+		_, _ = fmt.Fprintf(stdout, "%s %s (Mountpoint %s)\n", binary, version.Version, o.cfg.MountpointVersion)
 		return 0
 	}
-	return process.Main(os.Stderr, binary, o.Logging, func(ctx context.Context) error { return app.Run(ctx, o.cfg) })
+	return process.Main(stderr, binary, o.Logging, func(ctx context.Context) error {
+		if err := o.cfg.Validate(); err != nil {
+			return process.UsageError{Err: err}
+		}
+		// Flags and environment have passed every check that needs no network.
+		if done, err := process.EndIfValidateOnly(getenv, stdout, binary); err != nil || done {
+			return err
+		}
+		return app.Run(ctx, o.cfg)
+	})
 }

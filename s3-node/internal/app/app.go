@@ -21,6 +21,7 @@ import (
 	"github.com/stowage-csi/stowage/s3-node/internal/driver"
 	"github.com/stowage-csi/stowage/s3-node/internal/mounter"
 	"github.com/stowage-csi/stowage/s3-node/internal/unmounter"
+	"github.com/stowage-csi/stowage/shared/csiserver"
 	"github.com/stowage-csi/stowage/shared/kubeclient"
 	"github.com/stowage-csi/stowage/shared/s3api"
 	"github.com/stowage-csi/stowage/shared/startuptaint"
@@ -46,10 +47,25 @@ type clients struct {
 	dynamic dynamic.Interface
 }
 
-// Run serves until ctx ends.
-func Run(ctx context.Context, c Config) error {
+// Validate checks what Run needs before it connects to anything; a validate-only run (STOWAGE_VALIDATE_ONLY)
+// runs it too. The Kubernetes client configuration is not checked: in-cluster, only a Pod has it.
+func (c Config) Validate() error {
 	if c.NodeID == "" {
 		return errors.New("--node-id (or CSI_NODE_NAME) is required")
+	}
+	if _, _, err := csiserver.ParseEndpoint("--endpoint", c.Endpoint); err != nil {
+		return err
+	}
+	if c.UnmountInterval <= 0 {
+		return fmt.Errorf("--unmount-sweep-interval %s must be positive", c.UnmountInterval)
+	}
+	return nil
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
 	}
 	logger := klog.FromContext(ctx)
 	rc, err := kubeclient.RESTConfig(kubeclient.Options{Kubeconfig: c.Kubeconfig, UserAgent: "s3-node/" + c.Version})
