@@ -65,10 +65,7 @@ func s3Sharing(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 	report.Scenario(s3Scenario)
 	var pods [2]*v1.Pod
 	var mountpointPod string
-	steps := []struct {
-		name string
-		do   func(ctx context.Context) (string, error)
-	}{
+	steps := []step{
 		{"bucket and static PV", func(ctx context.Context) (string, error) {
 			if err := s.CreateVolume(ctx, s3stack.Volume{Name: s3Volume, Bucket: s3Bucket, MountOptions: []string{"allow-delete"}}); err != nil {
 				return "", err
@@ -150,10 +147,5 @@ func s3Sharing(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 			return fmt.Sprintf("Pods deleted: Mountpoint Pod %s unmounted, ended and deleted; no attachment or mount left", mountpointPod), nil
 		}},
 	}
-	for _, st := range steps {
-		if err := report.Step(ctx, st.name, st.do); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runSteps(ctx, report, steps)
 }

@@ -32,10 +32,7 @@ func s3Dynamic(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 	var pod *v1.Pod
 	prefix := ""
 	const keep = "not-a-volume/keep.txt"
-	steps := []struct {
-		name string
-		do   func(ctx context.Context) (string, error)
-	}{
+	steps := []step{
 		{"class and claim", func(ctx context.Context) (string, error) {
 			if err := s.S3.CreateBucket(ctx, s3DynBucket); err != nil {
 				return "", err
@@ -92,10 +89,5 @@ func s3Dynamic(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) e
 			return fmt.Sprintf("Pod and PVC deleted: PV %s gone, the objects under %s deleted (deleteObjectsOnDelete), %s kept", pv.Name, prefix, keep), nil
 		}},
 	}
-	for _, st := range steps {
-		if err := report.Step(ctx, st.name, st.do); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runSteps(ctx, report, steps)
 }

@@ -31,10 +31,7 @@ const (
 func s3Inline(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) error {
 	report.Scenario(s3InlineScenario)
 	var pod *v1.Pod
-	steps := []struct {
-		name string
-		do   func(ctx context.Context) (string, error)
-	}{
+	steps := []step{
 		{"role and ServiceAccount", func(ctx context.Context) (string, error) {
 			if err := s.AddRole(ctx, s3InlineRole, s3InlineBucket, "default/"+s3InlineSA); err != nil {
 				return "", err
@@ -94,10 +91,5 @@ func s3Inline(ctx context.Context, s *s3stack.Stack, report *ebsstack.Report) er
 			return "Pod deleted: its Mountpoint Pod, attachment and mount are gone with it", nil
 		}},
 	}
-	for _, st := range steps {
-		if err := report.Step(ctx, st.name, st.do); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runSteps(ctx, report, steps)
 }

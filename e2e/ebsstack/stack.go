@@ -159,31 +159,20 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			return nil, fmt.Errorf("cannot add %q: only %v", w, slices.Sorted(maps.Keys(Extras)))
 		}
 	}
-	wd, err := os.Getwd()
+	root, err := rig.WorkingRepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	root, err := rig.RepoRoot(wd)
+	dir, removeDir, err := rig.Workdir(opts.Dir, "stowage-ebs-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs, with: opts.With, unionRBAC: opts.UnionRBAC}
-	if s.Dir == "" {
-		if s.Dir, err = os.MkdirTemp("", "stowage-ebs-"); err != nil {
-			return nil, err
-		}
-		s.removeDir = true
-	}
+	s := &Stack{Dir: dir, removeDir: removeDir, Nodes: map[string]*Node{}, upstreamArgs: opts.UpstreamArgs, with: opts.With, unionRBAC: opts.UnionRBAC}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
 		}
 	}()
-	for _, d := range []string{s.logDir(), filepath.Join(s.Dir, "bin"), filepath.Join(s.Dir, "sock")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
 
 	progress("Building ebs-plugin, csi-provisioner and csi-attacher%s", andAlso(opts.With))
 	bins, err := buildBinaries(ctx, root, filepath.Join(s.Dir, "bin"), opts.With)

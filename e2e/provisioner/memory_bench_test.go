@@ -60,31 +60,15 @@ func TestBenchProvisionerMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	floors := map[int]time.Duration{}
-	rv0 := metav1.ListOptions{ResourceVersion: "0"}
-
-	rows := measure(0)
-	have := 0
-	for _, n := range counts {
+	rows, floors := rig.MemoryGrowth{Counts: counts, Measure: measure, Grow: func(from, to int) {
 		start := time.Now()
-		createBound(t, ctx, kube, ns, class, have, n)
-		fmt.Printf("created %d bound PVC/PV pairs (%d requests) in %.0f s\n", n-have, 5*(n-have), time.Since(start).Seconds())
-		have = n
-		rows = append(rows, measure(n)...)
-		floors[n], err = rig.ListFloor(ctx, 3, func(ctx context.Context) error {
-			_, err := floor.CoreV1().PersistentVolumeClaims("").List(ctx, rv0)
-			return err
-		}, func(ctx context.Context) error {
-			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
-			return err
-		}, func(ctx context.Context) error {
-			_, err := floor.StorageV1().StorageClasses().List(ctx, rv0)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+		createBound(t, ctx, kube, ns, class, from, to)
+		fmt.Printf("created %d bound PVC/PV pairs (%d requests) in %.0f s\n", to-from, 5*(to-from), time.Since(start).Seconds())
+	}, Lists: []func(context.Context) error{
+		rig.FloorList(floor.CoreV1().PersistentVolumeClaims("").List),
+		rig.FloorList(floor.CoreV1().PersistentVolumes().List),
+		rig.FloorList(floor.StorageV1().StorageClasses().List),
+	}}.Run(t, ctx)
 	if calls := drv.Calls(csimock.CreateVolume) + drv.Calls(csimock.DeleteVolume); calls != 0 {
 		t.Errorf("%d CreateVolume/DeleteVolume calls for claims created bound, want none: the sidecar was not idle", calls)
 	}

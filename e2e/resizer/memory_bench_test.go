@@ -48,44 +48,31 @@ func TestBenchResizerMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixture(t, ctx, admin, ns)
-	measure := func(objects int) e2erig.MemoryRow {
-		return e2erig.MeasureSidecar(t, ctx, "csi-resizer Stowage", objects, rounds, func(round int) *e2erig.Process {
+	measure := func(objects int) []e2erig.MemoryRow {
+		before := len(r.resizerWrites(t))
+		row := e2erig.MeasureSidecar(t, ctx, "csi-resizer Stowage", objects, rounds, func(round int) *e2erig.Process {
 			return r.startResizer(t, fmt.Sprintf("memory-%d-%d", objects, round), f.drv.Endpoint())
 		})
+		if writes := r.resizerWrites(t)[before:]; objects > 0 && len(writes) != 0 {
+			t.Errorf("%d writes while measuring, the resizer was not idle; first: %s", len(writes), writes[0])
+		}
+		return []e2erig.MemoryRow{row}
 	}
 
 	floor, err := e2erig.FloorClient(r.Cluster.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	floors := map[int]time.Duration{}
-	rv0 := metav1.ListOptions{ResourceVersion: "0"}
-
-	rows := []e2erig.MemoryRow{measure(0)}
-	have := 0
-	for _, n := range counts {
+	rows, floors := e2erig.MemoryGrowth{Counts: counts, Measure: measure, Grow: func(from, to int) {
 		start := time.Now()
-		createAll(t, ctx, n-have, func(ctx context.Context, i int) error {
-			return createBoundPair(ctx, admin, f, ns, fmt.Sprintf("mem-%06d", have+i))
+		createAll(t, ctx, to-from, func(ctx context.Context, i int) error {
+			return createBoundPair(ctx, admin, f, ns, fmt.Sprintf("mem-%06d", from+i))
 		})
-		fmt.Printf("created %d bound claims and PVs (%d requests) in %.0f s\n", n-have, 4*(n-have), time.Since(start).Seconds())
-		have = n
-		before := len(r.resizerWrites(t))
-		rows = append(rows, measure(n))
-		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
-			_, err := floor.CoreV1().PersistentVolumeClaims("").List(ctx, rv0)
-			return err
-		}, func(ctx context.Context) error {
-			_, err := floor.CoreV1().PersistentVolumes().List(ctx, rv0)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if writes := r.resizerWrites(t)[before:]; len(writes) != 0 {
-			t.Errorf("%d writes while measuring, the resizer was not idle; first: %s", len(writes), writes[0])
-		}
-	}
+		fmt.Printf("created %d bound claims and PVs (%d requests) in %.0f s\n", to-from, 4*(to-from), time.Since(start).Seconds())
+	}, Lists: []func(context.Context) error{
+		e2erig.FloorList(floor.CoreV1().PersistentVolumeClaims("").List),
+		e2erig.FloorList(floor.CoreV1().PersistentVolumes().List),
+	}}.Run(t, ctx)
 	if calls := f.drv.Calls("/csi.v1.Controller/ControllerExpandVolume"); calls != 0 {
 		t.Errorf("%d ControllerExpandVolume calls for claims at their requested size, want none: the resizer was not idle", calls)
 	}

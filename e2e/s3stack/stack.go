@@ -104,31 +104,20 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	if len(opts.Nodes) == 0 {
 		opts.Nodes = []string{"node-a", "node-b"}
 	}
-	wd, err := os.Getwd()
+	root, err := rig.WorkingRepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	root, err := rig.RepoRoot(wd)
+	dir, removeDir, err := rig.Workdir(opts.Dir, "stowage-s3-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Stack{Dir: opts.Dir, Nodes: map[string]*Node{}, procs: map[string]*rig.Process{}, specs: map[string]rig.Spec{}}
-	if s.Dir == "" {
-		if s.Dir, err = os.MkdirTemp("", "stowage-s3-"); err != nil {
-			return nil, err
-		}
-		s.removeDir = true
-	}
+	s := &Stack{Dir: dir, removeDir: removeDir, Nodes: map[string]*Node{}, procs: map[string]*rig.Process{}, specs: map[string]rig.Spec{}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, s.Stop())
 		}
 	}()
-	for _, d := range []string{s.logDir(), filepath.Join(s.Dir, "bin"), filepath.Join(s.Dir, "sock")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return nil, err
-		}
-	}
 	building := "s3-controller, s3-node, s3-mounter and s3-fuse"
 	if opts.Provisioner {
 		building = "s3-controller, s3-node, s3-mounter, s3-fuse and csi-provisioner"

@@ -68,41 +68,38 @@ func TestBenchSnapshotterMemory(t *testing.T) {
 			}),
 		}
 	}
-	floors := map[int]time.Duration{}
-	rv0 := metav1.ListOptions{ResourceVersion: "0"}
-	rows := measureAll(0)
-
-	creates := drv.Calls("/csi.v1.Controller/CreateSnapshot")
-	have := 0
-	for _, n := range counts {
-		start := time.Now()
-		if err := e2erig.Parallel(n-have, 32, func(i int) error {
-			j := have + i
-			return createDoneSnapshot(ctx, snaps, class, names[j%claims], handles[j%claims], j)
-		}); err != nil {
-			t.Fatalf("creating snapshots: %v", err)
+	// After the empty reading, nothing written by the binaries while they are measured: they have nothing to do.
+	measureIdle := func(objects int) []e2erig.MemoryRow {
+		if objects == 0 {
+			return measureAll(0)
 		}
-		fmt.Printf("created %d ready VolumeSnapshots and their bound contents (%d requests) in %.0f s\n", n-have, 4*(n-have), time.Since(start).Seconds())
-		have = n
 		before := len(r.Audit.MustWrites(t))
-		rows = append(rows, measureAll(n)...)
-		var err error
-		floors[n], err = e2erig.ListFloor(ctx, 3, func(ctx context.Context) error {
-			_, err := snaps.SnapshotV1().VolumeSnapshots("").List(ctx, rv0)
-			return err
-		}, func(ctx context.Context) error {
-			_, err := snaps.SnapshotV1().VolumeSnapshotContents().List(ctx, rv0)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := measureAll(objects)
 		for _, w := range r.Audit.MustWrites(t)[before:] {
 			if w.User == controllerUser || w.User == snapshotterUser {
 				t.Errorf("write while measuring, the binaries were not idle: %s", w)
 			}
 		}
+		return rows
 	}
+
+	var creates int
+	rows, floors := e2erig.MemoryGrowth{Counts: counts, Measure: measureIdle, Grow: func(from, to int) {
+		if from == 0 {
+			creates = drv.Calls("/csi.v1.Controller/CreateSnapshot")
+		}
+		start := time.Now()
+		if err := e2erig.Parallel(to-from, 32, func(i int) error {
+			j := from + i
+			return createDoneSnapshot(ctx, snaps, class, names[j%claims], handles[j%claims], j)
+		}); err != nil {
+			t.Fatalf("creating snapshots: %v", err)
+		}
+		fmt.Printf("created %d ready VolumeSnapshots and their bound contents (%d requests) in %.0f s\n", to-from, 4*(to-from), time.Since(start).Seconds())
+	}, Lists: []func(context.Context) error{
+		e2erig.FloorList(snaps.SnapshotV1().VolumeSnapshots("").List),
+		e2erig.FloorList(snaps.SnapshotV1().VolumeSnapshotContents().List),
+	}}.Run(t, ctx)
 	if calls := drv.Calls("/csi.v1.Controller/CreateSnapshot") - creates; calls != 0 {
 		t.Errorf("%d CreateSnapshot calls for snapshots created ready, want none: csi-snapshotter was not idle", calls)
 	}

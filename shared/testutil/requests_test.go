@@ -1,7 +1,9 @@
 package testutil
 
 import (
+	"errors"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -38,6 +40,33 @@ func TestWantRequestFailsOnOtherRequests(t *testing.T) {
 				t.Error("WantRequest passed")
 			}
 		})
+	}
+}
+
+func TestAnswerRecordsEveryCallAndAnswersTheCurrentResponseOrError(t *testing.T) {
+	var mu sync.Mutex
+	var calls []*csi.DeleteSnapshotRequest
+	resp := &csi.Snapshot{SnapshotId: "snap-1"}
+	var failure error
+	first := &csi.DeleteSnapshotRequest{SnapshotId: "a"}
+	got, err := Answer(&mu, &calls, first, &resp, &failure)
+	if err != nil || got.GetSnapshotId() != "snap-1" {
+		t.Fatalf("Answer = %v, %v; want snap-1, nil", got, err)
+	}
+	failure = errors.New("injected")
+	second := &csi.DeleteSnapshotRequest{SnapshotId: "b"}
+	if got, err := Answer(&mu, &calls, second, &resp, &failure); got != nil || !errors.Is(err, failure) {
+		t.Fatalf("Answer after the error was set = %v, %v; want nil, %v", got, err, failure)
+	}
+	third := &csi.DeleteSnapshotRequest{SnapshotId: "c"}
+	if err := Record(&mu, &calls, third, nil); err != nil {
+		t.Fatalf("Record without an error to answer = %v, want nil", err)
+	}
+	if err := Record(&mu, &calls, third, &failure); !errors.Is(err, failure) {
+		t.Fatalf("Record = %v, want %v", err, failure)
+	}
+	if len(calls) != 4 || calls[0] != first || calls[1] != second || calls[2] != third || calls[3] != third {
+		t.Errorf("calls = %v, want the four requests in order", calls)
 	}
 }
 

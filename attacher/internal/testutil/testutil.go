@@ -97,21 +97,12 @@ type FakeCSI struct {
 
 // Publish records req.
 func (f *FakeCSI) Publish(_ context.Context, req *csi.ControllerPublishVolumeRequest) (map[string]string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Publishes = append(f.Publishes, req)
-	if f.PublishErr != nil {
-		return nil, f.PublishErr
-	}
-	return f.PublishContext, nil
+	return sharedtest.Answer(&f.mu, &f.Publishes, req, &f.PublishContext, &f.PublishErr)
 }
 
 // Unpublish records req.
 func (f *FakeCSI) Unpublish(_ context.Context, req *csi.ControllerUnpublishVolumeRequest) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Unpublishes = append(f.Unpublishes, req)
-	return f.UnpublishErr
+	return sharedtest.Record(&f.mu, &f.Unpublishes, req, &f.UnpublishErr)
 }
 
 // ListPublished returns Published.

@@ -160,8 +160,5 @@ func (f *FakeCSI) Expand(_ context.Context, req *csi.ControllerExpandVolumeReque
 
 // Modify records req.
 func (f *FakeCSI) Modify(_ context.Context, req *csi.ControllerModifyVolumeRequest) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Modifies = append(f.Modifies, req)
-	return f.ModifyErr
+	return sharedtest.Record(&f.mu, &f.Modifies, req, &f.ModifyErr)
 }

@@ -187,12 +187,18 @@ func (c *Controller) syncSnapshotKey(ctx context.Context, key string) error {
 }
 
 func (c *Controller) syncContentKey(ctx context.Context, name string) error {
-	content, err := c.content(name)
+	return syncNamed(ctx, "volumesnapshotcontent", name, c.content, c.syncContent)
+}
+
+// syncNamed syncs the object named name, read with get, under a logger that names it as kind; an object that
+// is gone needs nothing more.
+func syncNamed[T any](ctx context.Context, kind, name string, get func(name string) (T, error), sync func(context.Context, T) error) error {
+	obj, err := get(name)
 	if err != nil {
 		return ignoreNotFound(err)
 	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumesnapshotcontent", name))
-	return c.syncContent(ctx, content)
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues(kind, name))
+	return sync(ctx, obj)
 }
 
 func (c *Controller) snapshotChanged(obj any) {

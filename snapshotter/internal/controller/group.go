@@ -87,12 +87,7 @@ func (c *Controller) syncGroupSnapshotKey(ctx context.Context, key string) error
 }
 
 func (c *Controller) syncGroupContentKey(ctx context.Context, name string) error {
-	gc, err := c.groupContent(name)
-	if err != nil {
-		return ignoreNotFound(err)
-	}
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("volumegroupsnapshotcontent", name))
-	return c.syncGroupContent(ctx, gc)
+	return syncNamed(ctx, "volumegroupsnapshotcontent", name, c.groupContent, c.syncGroupContent)
 }
 
 func (c *Controller) groupSnapshotChanged(obj any) {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
+	sharedtest "github.com/stowage-csi/stowage/shared/testutil"
 	"github.com/stowage-csi/stowage/snapshotter/internal/sidecar/sidecartest"
 	"github.com/stowage-csi/stowage/snapshotter/internal/snapapi"
 )
@@ -36,27 +37,15 @@ type fakeGroupCSI struct {
 }
 
 func (f *fakeGroupCSI) CreateGroup(_ context.Context, req *csi.CreateVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.creates = append(f.creates, req)
-	if f.createErr != nil {
-		return nil, f.createErr
-	}
-	return f.group, nil
+	return sharedtest.Answer(&f.mu, &f.creates, req, &f.group, &f.createErr)
 }
 
 func (f *fakeGroupCSI) DeleteGroup(_ context.Context, req *csi.DeleteVolumeGroupSnapshotRequest) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deletes = append(f.deletes, req)
-	return nil
+	return sharedtest.Record(&f.mu, &f.deletes, req, nil)
 }
 
 func (f *fakeGroupCSI) GetGroup(_ context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gets = append(f.gets, req)
-	return f.group, nil
+	return sharedtest.Answer(&f.mu, &f.gets, req, &f.group, nil)
 }
 
 const groupUID = "9f1c2d3e-aaaa-bbbb-cccc-0123456789ab"

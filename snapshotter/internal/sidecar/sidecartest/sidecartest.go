@@ -66,30 +66,15 @@ type FakeCSI struct {
 
 // CreateSnapshot records req.
 func (f *FakeCSI) CreateSnapshot(_ context.Context, req *csi.CreateSnapshotRequest) (*csi.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Creates = append(f.Creates, req)
-	if f.CreateErr != nil {
-		return nil, f.CreateErr
-	}
-	return f.Snapshot, nil
+	return sharedtest.Answer(&f.mu, &f.Creates, req, &f.Snapshot, &f.CreateErr)
 }
 
 // DeleteSnapshot records req.
 func (f *FakeCSI) DeleteSnapshot(_ context.Context, req *csi.DeleteSnapshotRequest) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Deletes = append(f.Deletes, req)
-	return f.DeleteErr
+	return sharedtest.Record(&f.mu, &f.Deletes, req, &f.DeleteErr)
 }
 
 // GetSnapshot records req.
 func (f *FakeCSI) GetSnapshot(_ context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Lists = append(f.Lists, req)
-	if f.ListErr != nil {
-		return nil, f.ListErr
-	}
-	return f.Snapshot, nil
+	return sharedtest.Answer(&f.mu, &f.Lists, req, &f.Snapshot, &f.ListErr)
 }
