@@ -61,6 +61,26 @@ func options(args ...string) Options {
 	}
 }
 
+// ownFlagOptions are options(args...) for a sidecar with a flag of its own, --sidecar-flag, that its Validate
+// wants "good", and a run that must not be reached; stdout collects what Run prints.
+func ownFlagOptions(t *testing.T, args ...string) (Options, *bytes.Buffer, func(context.Context, *Env) error) {
+	var out bytes.Buffer
+	o := options(args...)
+	o.Stdout = &out
+	var own string
+	o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&own, "sidecar-flag", "good", "test flag") }
+	o.Validate = func() error {
+		if own != "good" {
+			return errors.New("--sidecar-flag must be good")
+		}
+		return nil
+	}
+	return o, &out, func(context.Context, *Env) error {
+		t.Error("run was called")
+		return nil
+	}
+}
+
 func TestRunStopsEarly(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -78,21 +98,8 @@ func TestRunStopsEarly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out bytes.Buffer
-			o := options(tt.args...)
-			o.Stdout = &out
-			var own string
-			o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&own, "sidecar-flag", "good", "test flag") }
-			o.Validate = func() error {
-				if own != "good" {
-					return errors.New("--sidecar-flag must be good")
-				}
-				return nil
-			}
-			err := Run(context.Background(), o, func(context.Context, *Env) error {
-				t.Error("run was called")
-				return nil
-			})
+			o, out, run := ownFlagOptions(t, tt.args...)
+			err := Run(context.Background(), o, run)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Run: %v", err)
 			}

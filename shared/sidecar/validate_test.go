@@ -1,14 +1,10 @@
 package sidecar
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"flag"
 	"strings"
 	"testing"
 
-	"github.com/stowage-csi/stowage/shared/flags"
 	"github.com/stowage-csi/stowage/shared/process"
 )
 
@@ -35,21 +31,8 @@ func TestRunValidateOnly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resetLogging(t)
 			t.Setenv(process.ValidateOnlyEnv, tt.env)
-			var out bytes.Buffer
-			o := options(tt.args...)
-			o.Stdout = &out
-			var own string
-			o.AddFlags = func(fs *flag.FlagSet, _ *flags.Common) { fs.StringVar(&own, "sidecar-flag", "good", "test flag") }
-			o.Validate = func() error {
-				if own != "good" {
-					return errors.New("--sidecar-flag must be good")
-				}
-				return nil
-			}
-			err := Run(context.Background(), o, func(context.Context, *Env) error {
-				t.Error("run was called")
-				return nil
-			})
+			o, out, run := ownFlagOptions(t, tt.args...)
+			err := Run(context.Background(), o, run)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("Run: %v", err)

@@ -162,17 +162,10 @@ func Run(ctx context.Context, env *sidecar.Env, cfg Config) error {
 	classes := classFactory.Snapshot().V1().VolumeSnapshotClasses()
 
 	h := handler.New(handler.Config{
-		Driver:              env.DriverName,
-		Kube:                env.Clients.Kube,
-		Client:              client,
-		ClassLister:         classes.Lister(),
-		CSI:                 csisnap.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout),
-		ListSnapshots:       env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS),
-		NamePrefix:          cfg.SnapshotNamePrefix,
-		NameUUIDLength:      cfg.SnapshotNameUUIDLength,
-		ExtraCreateMetadata: cfg.ExtraCreateMetadata,
-		Events:              env.Events,
-		PollInterval:        env.Flags.RetryIntervalStart,
+		Common:        handlerCommon(env, client, cfg, cfg.SnapshotNamePrefix, cfg.SnapshotNameUUIDLength),
+		ClassLister:   classes.Lister(),
+		CSI:           csisnap.New(csi.NewControllerClient(env.CSI.GRPC()), env.Flags.Timeout),
+		ListSnapshots: env.ControllerCaps.Has(csi.ControllerServiceCapability_RPC_LIST_SNAPSHOTS),
 	})
 	queue, err := workqueue.New[string](env.Queues, env.QueueConfig(ContentQueue))
 	if err != nil {
@@ -245,16 +238,9 @@ func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client s
 	contents := factory.Groupsnapshot().V1().VolumeGroupSnapshotContents()
 	classes := classFactory.Groupsnapshot().V1().VolumeGroupSnapshotClasses()
 	h := handler.NewGroup(handler.GroupConfig{
-		Driver:              env.DriverName,
-		Kube:                env.Clients.Kube,
-		Client:              client,
-		ClassLister:         classes.Lister(),
-		CSI:                 csisnap.NewGroup(csi.NewGroupControllerClient(env.CSI.GRPC()), env.Flags.Timeout),
-		NamePrefix:          cfg.GroupSnapshotNamePrefix,
-		NameUUIDLength:      cfg.GroupSnapshotNameUUIDLength,
-		ExtraCreateMetadata: cfg.ExtraCreateMetadata,
-		Events:              env.Events,
-		PollInterval:        env.Flags.RetryIntervalStart,
+		Common:      handlerCommon(env, client, cfg, cfg.GroupSnapshotNamePrefix, cfg.GroupSnapshotNameUUIDLength),
+		ClassLister: classes.Lister(),
+		CSI:         csisnap.NewGroup(csi.NewGroupControllerClient(env.CSI.GRPC()), env.Flags.Timeout),
 	})
 	queue, err := workqueue.New[string](env.Queues, env.QueueConfig(GroupContentQueue))
 	if err != nil {
@@ -265,4 +251,19 @@ func groupController(ctx context.Context, env *sidecar.Env, cfg Config, client s
 		Driver: env.DriverName, Handler: h, Contents: contents, Classes: classes,
 		Queue: queue, Workers: env.Flags.WorkerThreads,
 	})
+}
+
+// handlerCommon are the settings the snapshot and group handlers share, with the name prefix and UUID length
+// of the kind at hand.
+func handlerCommon(env *sidecar.Env, client snapclient.Interface, cfg Config, prefix string, uuidLength int) handler.Common {
+	return handler.Common{
+		Driver:              env.DriverName,
+		Kube:                env.Clients.Kube,
+		Client:              client,
+		NamePrefix:          prefix,
+		NameUUIDLength:      uuidLength,
+		ExtraCreateMetadata: cfg.ExtraCreateMetadata,
+		Events:              env.Events,
+		PollInterval:        env.Flags.RetryIntervalStart,
+	}
 }

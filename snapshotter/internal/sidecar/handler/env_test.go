@@ -56,9 +56,9 @@ func setup(t *testing.T, csiFake *sidecartest.FakeCSI, content *snapv1.VolumeSna
 	snapObjs = append(snapObjs, content)
 	e := &env{kube: fake.NewClientset(kubeObjs...), snap: newSnapClientset(t, snapObjs...), csi: csiFake, events: record.NewFakeRecorder(10)}
 	cfg := Config{
-		Driver: sidecartest.Driver, Kube: e.kube, Client: e.snap, ClassLister: snaplisters.NewVolumeSnapshotClassLister(classes),
-		CSI: csiFake, ListSnapshots: true, NamePrefix: "snapshot", NameUUIDLength: -1, Events: e.events,
-		PollInterval: pollInterval, Now: func() time.Time { return testNow },
+		Common: Common{Driver: sidecartest.Driver, Kube: e.kube, Client: e.snap, NamePrefix: "snapshot", NameUUIDLength: -1,
+			Events: e.events, PollInterval: pollInterval, Now: func() time.Time { return testNow }},
+		ClassLister: snaplisters.NewVolumeSnapshotClassLister(classes), CSI: csiFake, ListSnapshots: true,
 	}
 	if configure != nil {
 		configure(&cfg)

@@ -7,11 +7,8 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	groupv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumegroupsnapshot/v1"
-	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
 	grouplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumegroupsnapshot/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/shared/csiconn"
@@ -33,20 +30,11 @@ type GroupSnapshotter interface {
 	GetGroup(ctx context.Context, req *csi.GetVolumeGroupSnapshotRequest) (*csi.VolumeGroupSnapshot, error)
 }
 
-// GroupConfig is what the group handler needs; the fields mean what Config's do, for
-// VolumeGroupSnapshotContents and --groupsnapshot-name-prefix/--groupsnapshot-name-uuid-length.
+// GroupConfig is what the group handler needs, for VolumeGroupSnapshotContents.
 type GroupConfig struct {
-	Driver              string
-	Kube                kubernetes.Interface
-	Client              snapclient.Interface
-	ClassLister         grouplisters.VolumeGroupSnapshotClassLister
-	CSI                 GroupSnapshotter
-	NamePrefix          string
-	NameUUIDLength      int
-	ExtraCreateMetadata bool
-	Events              record.EventRecorder
-	PollInterval        time.Duration
-	Now                 func() time.Time
+	Common
+	ClassLister grouplisters.VolumeGroupSnapshotClassLister
+	CSI         GroupSnapshotter
 }
 
 // GroupHandler syncs VolumeGroupSnapshotContents of one driver, the way Handler syncs contents: the
@@ -62,15 +50,10 @@ type GroupHandler struct {
 
 // NewGroup returns a GroupHandler.
 func NewGroup(cfg GroupConfig) *GroupHandler {
-	return &GroupHandler{cfg: cfg, tracker: ownwrites.New(), secrets: New(Config{Kube: cfg.Kube})}
+	return &GroupHandler{cfg: cfg, tracker: ownwrites.New(), secrets: New(Config{Common: Common{Kube: cfg.Kube}})}
 }
 
-func (h *GroupHandler) now() time.Time {
-	if h.cfg.Now != nil {
-		return h.cfg.Now()
-	}
-	return time.Now()
-}
+func (h *GroupHandler) now() time.Time { return h.cfg.now() }
 
 // Sync brings a group content one step closer to what its spec asks; see Handler.Sync.
 func (h *GroupHandler) Sync(ctx context.Context, gc *groupv1.VolumeGroupSnapshotContent) (time.Duration, error) {

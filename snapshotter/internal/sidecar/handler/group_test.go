@@ -194,9 +194,10 @@ func TestGroupSync(t *testing.T) {
 			}
 			snap.ClearActions()
 			events := record.NewFakeRecorder(10)
-			h := NewGroup(GroupConfig{Driver: sidecartest.Driver, Kube: fake.NewClientset(), Client: snap,
-				ClassLister: grouplisters.NewVolumeGroupSnapshotClassLister(classes), CSI: tt.csi, NamePrefix: "groupsnapshot",
-				NameUUIDLength: -1, Events: events, PollInterval: pollInterval, Now: func() time.Time { return testNow }})
+			h := NewGroup(GroupConfig{
+				Common: Common{Driver: sidecartest.Driver, Kube: fake.NewClientset(), Client: snap, NamePrefix: "groupsnapshot",
+					NameUUIDLength: -1, Events: events, PollInterval: pollInterval, Now: func() time.Time { return testNow }},
+				ClassLister: grouplisters.NewVolumeGroupSnapshotClassLister(classes), CSI: tt.csi})
 			_, err = h.Sync(testContext(t), stored)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Sync error = %v, want error %v", err, tt.wantErr)

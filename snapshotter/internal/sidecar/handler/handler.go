@@ -37,18 +37,14 @@ type Snapshotter interface {
 	GetSnapshot(ctx context.Context, req *csi.ListSnapshotsRequest) (*csi.Snapshot, error)
 }
 
-// Config is what the handler needs.
-type Config struct {
+// Common are the settings the snapshot and group handlers share.
+type Common struct {
 	Driver string
-	// Kube reads Secrets; Client patches VolumeSnapshotContents.
-	Kube        kubernetes.Interface
-	Client      snapclient.Interface
-	ClassLister snaplisters.VolumeSnapshotClassLister
-	CSI         Snapshotter
-	// ListSnapshots is the driver's LIST_SNAPSHOTS capability; without it a pre-provisioned snapshot is
-	// taken to be ready, as upstream does.
-	ListSnapshots bool
-	// NamePrefix and NameUUIDLength are --snapshot-name-prefix and --snapshot-name-uuid-length.
+	// Kube reads Secrets; Client patches VolumeSnapshotContents and VolumeGroupSnapshotContents.
+	Kube   kubernetes.Interface
+	Client snapclient.Interface
+	// NamePrefix and NameUUIDLength are --snapshot-name-prefix and --snapshot-name-uuid-length (for groups,
+	// --groupsnapshot-name-prefix and --groupsnapshot-name-uuid-length).
 	NamePrefix     string
 	NameUUIDLength int
 	// ExtraCreateMetadata is --extra-create-metadata.
@@ -60,7 +56,17 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c *Config) now() time.Time {
+// Config is what the handler needs.
+type Config struct {
+	Common
+	ClassLister snaplisters.VolumeSnapshotClassLister
+	CSI         Snapshotter
+	// ListSnapshots is the driver's LIST_SNAPSHOTS capability; without it a pre-provisioned snapshot is
+	// taken to be ready, as upstream does.
+	ListSnapshots bool
+}
+
+func (c *Common) now() time.Time {
 	if c.Now != nil {
 		return c.Now()
 	}
