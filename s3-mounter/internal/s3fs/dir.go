@@ -156,6 +156,8 @@ const lookupListKeys = 1000
 // lookup, a directory shadowing an object of the same name as in a readdir. It returns no listing when
 // the directory has more than one page; the directory is then marked large.
 func (d *DirNode) listForLookup(ctx context.Context) (map[string]entry, syscall.Errno) {
+	ctx, done := d.fsys.uninterrupted(ctx)
+	defer done()
 	page, err := d.fsys.client.List(ctx, d.prefix, "/", "", lookupListKeys)
 	if err != nil {
 		return nil, d.fsys.fail("lookup", d.prefix, err)
@@ -196,6 +198,8 @@ func (d *DirNode) addPage(children map[string]entry, page s3client.ListPage) {
 
 // remoteLookup asks S3 whether name is a directory (any key below name/) or an object, in parallel.
 func (d *DirNode) remoteLookup(ctx context.Context, name string) (entry, syscall.Errno) {
+	ctx, done := d.fsys.uninterrupted(ctx)
+	defer done()
 	key := d.prefix + name
 	var (
 		wg      sync.WaitGroup
@@ -257,6 +261,8 @@ func (d *DirNode) entryOut(ch *fs.Inode, out *fuse.EntryOut, fill func(*fuse.Att
 // Readdir lists the prefix completely (every page), merges local directories and files being written,
 // and remembers the result for the lookups that follow.
 func (d *DirNode) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	ctx, done := d.fsys.uninterrupted(ctx)
+	defer done()
 	children := map[string]entry{}
 	token := ""
 	pages := 0
@@ -369,7 +375,9 @@ func (d *DirNode) Unlink(ctx context.Context, name string) syscall.Errno {
 	if e.dir {
 		return syscall.EISDIR
 	}
-	if err := d.fsys.client.Delete(ctx, d.prefix+name); err != nil {
+	delCtx, done := d.fsys.uninterrupted(ctx)
+	defer done()
+	if err := d.fsys.client.Delete(delCtx, d.prefix+name); err != nil {
 		return d.fsys.fail("unlink", d.prefix+name, err)
 	}
 	d.fsys.log.V(4).Info("deleted", "key", d.prefix+name)

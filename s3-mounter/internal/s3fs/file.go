@@ -63,7 +63,9 @@ func (n *FileNode) refresh(ctx context.Context, force bool) syscall.Errno {
 	if !stale {
 		return 0
 	}
-	info, err := n.fsys.client.Head(ctx, n.key)
+	headCtx, done := n.fsys.uninterrupted(ctx)
+	defer done()
+	info, err := n.fsys.client.Head(headCtx, n.key)
 	if err != nil {
 		return n.fsys.fail("head", n.key, err)
 	}

@@ -65,6 +65,20 @@ type Filesystem struct {
 	upload upload.Config
 }
 
+// uninterrupted is the context of the S3 calls a FUSE request makes (Head, List, Delete): the request's values
+// without its cancellation, ended only with the mount. go-fuse cancels a request's context when the kernel
+// forwards an interrupt, and the kernel forwards one for any signal the caller gets, Go's preemption signal
+// (SIGURG) included; a lookup answered EINTR then fails the caller's stat or unlink, which few programs retry.
+// Mountpoint ignores interrupts, and so does this: the call ends as it would have.
+func (f *Filesystem) uninterrupted(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(f.ctx, cancel)
+	return c, func() {
+		stop()
+		cancel()
+	}
+}
+
 // readdirGrace is how long a listing answers lookups even with --metadata-ttl minimal, so the kernel's
 // per-entry lookups right after readdir (readdirplus) do not each cost S3 requests.
 const readdirGrace = time.Second
