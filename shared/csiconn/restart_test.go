@@ -49,6 +49,18 @@ type following struct {
 	err   error         // its result, once ended
 }
 
+// waitBack waits for the driver to be reported back; FollowRestarts ending first, or 30 s, fails t with what.
+func (f *following) waitBack(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-f.back:
+	case <-f.ended:
+		t.Fatalf("FollowRestarts() = %v before reporting the driver back", f.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal(what)
+	}
+}
+
 func follow(t *testing.T, c *Conn) *following {
 	t.Helper()
 	f := &following{back: make(chan struct{}, 4), ended: make(chan struct{})}
@@ -196,13 +208,7 @@ func TestFollowRestartsReportsADriverThatWasNotReadyAtTheStart(t *testing.T) {
 		t.Fatalf("Connect probed the driver %d times; this test needs FollowRestarts' probe to be the first", d.ProbeCount())
 	}
 	f := follow(t, c)
-	select {
-	case <-f.back:
-	case <-f.ended:
-		t.Fatalf("FollowRestarts() = %v before reporting the driver back", f.err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("a driver that was not ready when FollowRestarts started was not reported back")
-	}
+	f.waitBack(t, "a driver that was not ready when FollowRestarts started was not reported back")
 	if n := d.ProbeCount(); n < 2 {
 		t.Errorf("the driver was reported back after %d Probe calls, want a ready one after the not-ready one", n)
 	}
@@ -275,13 +281,7 @@ func TestFollowRestartsReportsARestartDuringItsFirstCalls(t *testing.T) {
 	})
 	c, lost := connect(t, d, nil)
 	f := follow(t, c)
-	select {
-	case <-f.back:
-	case <-f.ended:
-		t.Fatalf("FollowRestarts() = %v before reporting the driver back", f.err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("a driver replaced during FollowRestarts' first calls was not reported back")
-	}
+	f.waitBack(t, "a driver replaced during FollowRestarts' first calls was not reported back")
 	select {
 	case <-lost:
 		t.Error("the connection-loss hook ran while following restarts")
