@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stowage-csi/stowage/shared/process"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 // TestRunValidateOnly: with STOWAGE_VALIDATE_ONLY a configuration that parses but that the controller refuses
@@ -33,17 +34,8 @@ func TestRunValidateOnly(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			getenv := func(k string) string {
-				if v, ok := tt.env[k]; ok {
-					return v
-				}
-				if k == process.ValidateOnlyEnv {
-					return "1"
-				}
-				return ""
-			}
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, getenv, &stdout, &stderr)
+			code := run(tt.args, testutil.ValidateOnlyGetenv(tt.env), &stdout, &stderr)
 			if code != tt.wantCode || stdout.String() != tt.wantStdout || !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want %d, %q and %q", code, stdout.String(), stderr.String(),
 					tt.wantCode, tt.wantStdout, tt.wantStderr)

@@ -8,6 +8,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 
 	"github.com/stowage-csi/stowage/shared/process"
+	"github.com/stowage-csi/stowage/shared/testutil"
 )
 
 func TestParseArgsUpstreamFlagsAndEnv(t *testing.T) {
@@ -51,17 +52,8 @@ func TestRunValidateOnly(t *testing.T) {
 					t.Errorf("resetting logging: %v", err)
 				}
 			})
-			getenv := func(k string) string {
-				if v, ok := tt.env[k]; ok {
-					return v
-				}
-				if k == process.ValidateOnlyEnv {
-					return "1"
-				}
-				return ""
-			}
 			var stdout, stderr bytes.Buffer
-			code := run(tt.args, getenv, &stdout, &stderr)
+			code := run(tt.args, testutil.ValidateOnlyGetenv(tt.env), &stdout, &stderr)
 			want := ""
 			if tt.wantCode == 0 {
 				want = "s3-node: configuration valid\n"
