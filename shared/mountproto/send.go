@@ -46,7 +46,9 @@ func Send(ctx context.Context, path string, opts Options) error {
 			}
 			return nil
 		}
-		if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+		// A deadline that falls inside the dial reports a timeout, a moment before ctx itself ends: the
+		// wait below then ends with ctx, as for a socket not there yet.
+		if !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("connect to %s: %w", path, err)
 		}
 		select {

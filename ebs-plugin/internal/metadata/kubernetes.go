@@ -94,7 +94,8 @@ func instanceFromNode(ctx context.Context, node *corev1.Node) (*Instance, error)
 	inst.InstanceType = node.Labels[corev1.LabelInstanceTypeStable]
 	inst.AvailabilityZone = node.Labels[corev1.LabelTopologyZone]
 	if inst.AvailabilityZone == "" && len(parts) >= 2 {
-		inst.AvailabilityZone = parts[len(parts)-2]
+		// A blank segment ("aws:// /i-0") names no zone.
+		inst.AvailabilityZone = strings.TrimSpace(parts[len(parts)-2])
 	}
 	if inst.AvailabilityZone == "" {
 		return nil, fmt.Errorf("node %s: no zone in labels or providerID", node.Name)
