@@ -121,7 +121,7 @@ func TestE2EConformance(t *testing.T) {
 		t.Fatalf("%s=%q: want unset (Stowage's sidecars) or upstream", SidecarsEnv, sidecars)
 	}
 
-	s := ebsinstall.Start(t, opts)
+	s := ebsinstall.ForTest(t, opts)
 	run := Run{
 		E2ETest: e2eTest, Kubeconfig: s.Cluster.Kubeconfig(), TestData: testData, DriverFile: "ebs-testdriver.yaml",
 		Focus: focus, Skip: skips.Regex(), ReportDir: filepath.Join(tools.CacheDir(root), "conformance", mode),

@@ -25,9 +25,10 @@ import (
 // the images (assembled here), the pull policy and the emulator's endpoints (package ebsinstall). The real
 // kubelets register the driver, the startup taint goes, and a Pod on each node writes to and reads from a
 // volume the chart's controller provisioned and attached; deleting the claims leaves EC2 without volumes.
+// Then two broken installs on the same nodes each fail with the kubelet's reason.
 func TestE2EEBSChartOnRealNodes(t *testing.T) {
 	ctx := context.Background()
-	s := ebsinstall.Start(t, ebsinstall.Options{})
+	s := ebsinstall.ForTest(t, ebsinstall.Options{})
 	client := s.Cluster.Client()
 	sc := &storagev1.StorageClass{
 		ObjectMeta:        metav1.ObjectMeta{Name: "gp3"},
@@ -44,6 +45,45 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 	rig.Eventually(t, ctx, 3*time.Minute, "ec2sim to hold no volume after the claims went", func(context.Context) (bool, error) {
 		return len(s.EC2.State().Volumes) == 0, nil
 	})
+
+	// The install's checks are what every test on these nodes stands on: a node plugin the kubelet cannot
+	// register, and a chart value that keeps the node Pod from starting, must each fail the install with
+	// what the kubelet said, not pass unnoticed. Each reinstall is bounded so the failure comes in minutes.
+	t.Run("BrokenRegistration", func(t *testing.T) {
+		// The registrar hands the kubelet a socket nobody serves: the kubelet's NodeGetInfo fails, the
+		// registrar hears so and exits, as upstream's does.
+		err := reinstallFailing(t, s, map[string]any{"sidecars": map[string]any{"nodeDriverRegistrar": map[string]any{
+			"additionalArgs": []string{"--kubelet-registration-path=/var/lib/kubelet/plugins/nobody/csi.sock"}}}})
+		for _, want := range []string{"container node-driver-registrar:", "exit code 1"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the failed install's error lacks %q:\n%v", want, err)
+			}
+		}
+	})
+	t.Run("NodePodNotPrivileged", func(t *testing.T) {
+		// The kubelet refuses the node plugin's Bidirectional mount propagation in a container that is not
+		// privileged: no node plugin container starts.
+		err := reinstallFailing(t, s, map[string]any{"node": map[string]any{"containerSecurityContext": map[string]any{"privileged": false}}})
+		for _, want := range []string{"helm install", "container ebs-plugin: waiting", "privileged"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the failed install's error lacks %q:\n%v", want, err)
+			}
+		}
+	})
+}
+
+// reinstallFailing reinstalls the chart with values that break it and returns the install's error; the
+// test fails if the install succeeds.
+func reinstallFailing(t *testing.T, s *ebsinstall.Stack, values map[string]any) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := s.Reinstall(ctx, values)
+	if err == nil {
+		t.Fatalf("the chart installed and registered with %v", values)
+	}
+	t.Logf("the install failed as it must:\n%v", err)
+	return err
 }
 
 // writeAndRead runs a Pod on nodeName with a new claim, which writes a file and reads it back, then deletes

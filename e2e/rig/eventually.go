@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,14 @@ const PollInterval = 100 * time.Millisecond
 // of a real cluster appear and disappear under the test (a NotFound now is a Found later).
 func Eventually(t testing.TB, ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
+	if err := WaitFor(ctx, timeout, what, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WaitFor is Eventually for code that returns its errors: the error names what it waited for and carries
+// cond's last error.
+func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		ok, err := cond(ctx)
@@ -25,8 +34,9 @@ func Eventually(t testing.TB, ctx context.Context, timeout time.Duration, what s
 		return ok, nil
 	})
 	if err != nil {
-		t.Fatalf("waiting %s for %s: %v (last error: %v)", timeout, what, err, last)
+		return fmt.Errorf("waiting %s for %s: %w (last error: %v)", timeout, what, err, last)
 	}
+	return nil
 }
 
 // StartDeadline is when a harness that starts something slow (cold builds, a cluster) for t must give up:

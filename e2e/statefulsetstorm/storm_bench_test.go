@@ -96,7 +96,7 @@ func TestBenchStatefulSetStorm(t *testing.T) {
 	}
 	// One cluster for every column: the machine runs one with real nodes at a time, and other suites take
 	// turns with it, so a cluster per column would wait for theirs between columns.
-	s := ebsinstall.Start(t, ebsinstall.Options{
+	s := ebsinstall.ForTest(t, ebsinstall.Options{
 		Values: cols[0].values, ExtraImages: extra, TimeScale: 1, InstanceType: instanceType,
 		APIServerArgs: audit.APIServerArgs(),
 	})
@@ -108,7 +108,9 @@ func TestBenchStatefulSetStorm(t *testing.T) {
 		// A column that failed may leave its objects behind, which the next would count.
 		if !t.Run(c.name, func(t *testing.T) {
 			if i > 0 {
-				s.Reinstall(t, c.values)
+				if err := s.Reinstall(ctx, c.values); err != nil {
+					t.Fatal(err)
+				}
 			}
 			rs = append(rs, runStorm(t, ctx, s, audit, c.name, n))
 		}) {
