@@ -76,11 +76,11 @@ test-fuzz:
 	exit $$failed
 
 # deploy/ checked without a builder or a cluster: the images' Dockerfile and build context, and every kustomize
-# combination and Helm chart rendered and validated (e2e/deploycheck). A module of its own, outside go.work and
+# combination and Helm chart rendered and validated (deploy/deploycheck). A module of its own, outside go.work and
 # built with GOWORK=off, because helm.sh/helm/v3 needs newer k8s.io modules than the workspace's.
 test-deploy:
-	@mkdir -p "$(RESULTS)"; echo "deploy e2e/deploycheck"; \
-	$(call record,deploy,cd e2e/deploycheck && GOWORK=off go vet ./... && GOWORK=off go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
+	@mkdir -p "$(RESULTS)"; echo "deploy deploy/deploycheck"; \
+	$(call record,deploy,cd deploy/deploycheck && GOWORK=off go vet ./... && GOWORK=off go test -count=1 -timeout 20m $(GO_TEST_FLAGS) ./...); \
 	[ "$$(cat "$(RESULTS)/deploy")" = pass ]
 
 # End-to-end tests carry the e2e build tag and are named TestE2E*.
@@ -102,7 +102,7 @@ $(STATICCHECK):
 	GOBIN=$(TOOLS_DIR) GOWORK=off go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 lint: $(STATICCHECK)
-	@bad=$$(gofmt -l $(MODULES) e2e/tools 2>/dev/null || true); \
+	@bad=$$(gofmt -l $(MODULES) e2e/tools deploy/deploycheck 2>/dev/null || true); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	@echo "repocheck"; cd tools && go run ./repocheck -root ..
 	@for m in $(MODULES); do \
@@ -152,7 +152,7 @@ demo:
 
 # One image per line of deploy/images/images.tsv (image, module), each a --target of deploy/images/Dockerfile,
 # with the first container builder found that can build (docker with a daemon, podman, buildah). Without one
-# it says so and succeeds: e2e/deploycheck checks the Dockerfile and its build context in `make test`.
+# it says so and succeeds: deploy/deploycheck checks the Dockerfile and its build context in `make test`.
 IMAGE_REGISTRY ?= stowage
 IMAGE_TAG ?= $(VERSION)
 images:

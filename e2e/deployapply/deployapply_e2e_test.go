@@ -32,7 +32,7 @@ const testNamespace = "stowage-deploy"
 
 const waitTimeout = 2 * time.Minute
 
-// render runs e2e/deploycheck's render command into a temporary folder and returns the files it wrote.
+// render runs deploy/deploycheck's render command into a temporary folder and returns the files it wrote.
 func render(t *testing.T) []string {
 	t.Helper()
 	wd, err := os.Getwd()
@@ -45,7 +45,7 @@ func render(t *testing.T) []string {
 	}
 	out := t.TempDir()
 	cmd := exec.Command("go", "run", "./cmd/render", "-root", root, "-out", out, "-namespace", testNamespace)
-	cmd.Dir = filepath.Join(root, "e2e/deploycheck")
+	cmd.Dir = filepath.Join(root, "deploy/deploycheck")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("render: %v\n%s", err, b)
@@ -143,7 +143,7 @@ func TestE2EDeployApply(t *testing.T) {
 }
 
 // binaries maps each Stowage image to the module and command it ships (deploy/images/images.tsv and the
-// Dockerfile; e2e/deploycheck checks those agree).
+// Dockerfile; deploy/deploycheck checks those agree).
 var binaries = map[string][2]string{
 	"csi-attacher":              {"attacher", "csi-attacher"},
 	"csi-provisioner":           {"provisioner", "csi-provisioner"},

@@ -1,7 +1,10 @@
+//go:build bench
+
 // Package netmodel is a network between S3 clients and a local S3 server: an HTTP proxy on loopback that
 // adds a first-byte latency to every response and caps the bandwidth of all connections together with a
 // token bucket per direction, so benchmarks on one machine see what a node sees of S3 (the network and
-// S3's latency as the limit) instead of loopback's near-free bytes.
+// S3's latency as the limit) instead of loopback's near-free bytes. It serves benchmarks only, so it builds
+// (and its tests run) under the bench tag alone: `make bench`, never `make test`.
 package netmodel
 
 import (

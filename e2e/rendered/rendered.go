@@ -2,7 +2,7 @@
 // deploy/'s charts rendered with their default values, so what the rig runs is what a user installs: a flag a
 // chart passes that a binary rejects makes its process exit, and the stack's start fails.
 //
-// The renders come from containers.json, which e2e/deploycheck generates with Helm and kustomize (this module
+// The renders come from containers.json, which deploy/deploycheck generates with Helm and kustomize (this module
 // cannot import Helm, which needs another k8s.io version) and fails on when it is stale. A process outside a
 // Pod differs from the container in what the Pod gives it (socket paths, the node's name, Secrets, the
 // in-cluster configuration): Process names each such difference, and nothing else changes.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -15,10 +16,15 @@ const VersionFlag = "-X github.com/stowage-csi/stowage/shared/version.Version=e2
 
 // BuildCommand builds the command ./cmd/<name> of the repository module in <root>/<module> into
 // <dir>/<name> and returns that path. The binary is static (CGO off) and carries no local file paths;
-// the Go build cache makes a repeated build cheap.
-func BuildCommand(ctx context.Context, root, module, name, dir string) (string, error) {
+// the Go build cache makes a repeated build cheap. tags are build tags, for a command that only benchmarks
+// build.
+func BuildCommand(ctx context.Context, root, module, name, dir string, tags ...string) (string, error) {
 	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "-ldflags", VersionFlag, "./cmd/"+name)
+	args := []string{"build", "-trimpath", "-o", bin, "-ldflags", VersionFlag}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/"+name)...)
 	cmd.Dir = filepath.Join(root, module)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	// A test binary that dies (a -timeout panic) takes the build with it rather than leave it running.

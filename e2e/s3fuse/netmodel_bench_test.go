@@ -395,7 +395,7 @@ func startNetModel(t *testing.T, target string, cfg netmodel.Config) netModelPro
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	bin, err := rig.BuildCommand(context.Background(), root, "e2e/netmodel", "netmodel", dir)
+	bin, err := rig.BuildCommand(context.Background(), root, "e2e/netmodel", "netmodel", dir, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}

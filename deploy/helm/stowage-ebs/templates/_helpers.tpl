@@ -64,7 +64,7 @@ proxy. Takes $. */}}
 {{- end -}}
 
 {{/*
-RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by e2e/deploycheck), with
+RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by deploy/deploycheck), with
 its ServiceAccounts left out (the chart creates them from values), kube-system replaced by the release's
 namespace (or the one .namespaces gives its new name), and each ServiceAccount subject renamed through .subjects
 (old name -> new name). Takes dict "root" $ "file" path "subjects" dict, optional "namespaces" dict.

@@ -26,7 +26,7 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 
 {{/*
-RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by e2e/deploycheck), with
+RBAC from a copy of a deploy/rbac file in files/rbac (kept equal to its source by deploy/deploycheck), with
 its ServiceAccounts left out (the chart creates them from values), kube-system replaced by the release's
 namespace, each ServiceAccount subject renamed through .subjects (old name -> new name), and each role and
 binding renamed through .names (old name -> new name; a role's references follow), so a copy shared with

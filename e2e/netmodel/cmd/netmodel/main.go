@@ -1,3 +1,5 @@
+//go:build bench
+
 // Command netmodel runs the network model (package netmodel) as a process of its own, so a benchmark
 // can charge the model's CPU to it rather than to the clients it measures. It serves until SIGTERM or
 // SIGINT.

@@ -1,4 +1,4 @@
-module github.com/stowage-csi/stowage/e2e/deploycheck
+module github.com/stowage-csi/stowage/deploy/deploycheck
 
 go 1.26.0
 

@@ -1,6 +1,6 @@
 // Command render writes what deploy/ installs, rendered as a user would (kustomize compositions and the Helm
 // charts with their default values), one YAML file per installation, for e2e/deployapply to apply to a real
-// API server. Objects are in Helm's install order, so each file applies in document order. Run from e2e/deploycheck with GOWORK=off.
+// API server. Objects are in Helm's install order, so each file applies in document order. Run from deploy/deploycheck with GOWORK=off.
 package main
 
 import (
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/stowage-csi/stowage/e2e/deploycheck"
+	"github.com/stowage-csi/stowage/deploy/deploycheck"
 )
 
 func main() {

@@ -25,6 +25,6 @@ func TestRenderedContainersCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(got) != string(want) {
-		t.Errorf("%s is stale: the charts render other containers now (GOWORK=off DEPLOYCHECK_UPDATE=1 go test -run TestRenderedContainersCurrent in e2e/deploycheck writes it again)", ContainersFile)
+		t.Errorf("%s is stale: the charts render other containers now (GOWORK=off DEPLOYCHECK_UPDATE=1 go test -run TestRenderedContainersCurrent in deploy/deploycheck writes it again)", ContainersFile)
 	}
 }
