@@ -25,7 +25,7 @@ import (
 // the images (assembled here), the pull policy and the emulator's endpoints (package ebsinstall). The real
 // kubelets register the driver, the startup taint goes, and a Pod on each node writes to and reads from a
 // volume the chart's controller provisioned and attached; deleting the claims leaves EC2 without volumes.
-// Then two broken installs on the same nodes each fail with the kubelet's reason.
+// Then three broken installs on the same nodes each fail with the reason the API server or the kubelet gave.
 func TestE2EEBSChartOnRealNodes(t *testing.T) {
 	ctx := context.Background()
 	s := ebsinstall.ForTest(t, ebsinstall.Options{})
@@ -47,8 +47,8 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 	})
 
 	// The install's checks are what every test on these nodes stands on: a node plugin the kubelet cannot
-	// register, and a chart value that keeps the node Pod from starting, must each fail the install with
-	// what the kubelet said, not pass unnoticed. Each reinstall is bounded so the failure comes in minutes.
+	// register, and chart values that keep the node Pod from starting, must each fail the install with what
+	// the API server or the kubelet said, not pass unnoticed. Each reinstall is bounded so the failure comes in minutes.
 	t.Run("BrokenRegistration", func(t *testing.T) {
 		// The registrar hands the kubelet a socket nobody serves: the kubelet's NodeGetInfo fails, the
 		// registrar hears so and exits, as upstream's does.
@@ -61,10 +61,20 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 		}
 	})
 	t.Run("NodePodNotPrivileged", func(t *testing.T) {
-		// The kubelet refuses the node plugin's Bidirectional mount propagation in a container that is not
-		// privileged: no node plugin container starts.
+		// The API server refuses the node plugin's Bidirectional mount propagation in a container that is not
+		// privileged: the DaemonSet is not created.
 		err := reinstallFailing(t, s, map[string]any{"node": map[string]any{"containerSecurityContext": map[string]any{"privileged": false}}})
-		for _, want := range []string{"helm install", "container ebs-plugin: waiting", "privileged"} {
+		for _, want := range []string{"helm install", "ebs-csi-node", "Bidirectional mount propagation is available only to privileged containers"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("the failed install's error lacks %q:\n%v", want, err)
+			}
+		}
+	})
+	t.Run("KubeletPathElsewhere", func(t *testing.T) {
+		// A kubelet root of another distribution (k0s's) that this node lacks: the kubelet cannot mount the
+		// node plugin's kubelet-dir, and no container of the node Pod starts.
+		err := reinstallFailing(t, s, map[string]any{"node": map[string]any{"kubeletPath": "/var/lib/k0s/kubelet"}})
+		for _, want := range []string{"helm install", "container ebs-plugin: waiting: ContainerCreating", "FailedMount", "/var/lib/k0s/kubelet"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the failed install's error lacks %q:\n%v", want, err)
 			}

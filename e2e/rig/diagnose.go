@@ -44,7 +44,8 @@ func PodDiagnosis(ctx context.Context, client kubernetes.Interface, namespace st
 		fmt.Fprintf(&b, "list Events in %s: %v\n", namespace, err)
 		return b.String()
 	}
-	items := events.Items
+	// The rig runs no cluster DNS: every Pod gets this warning, which would crowd out the ones that explain.
+	items := slices.DeleteFunc(events.Items, func(e corev1.Event) bool { return e.Reason == "MissingClusterDNS" })
 	slices.SortFunc(items, func(a, b corev1.Event) int { return eventTime(a).Compare(eventTime(b).Time) })
 	if len(items) > diagnosisEvents {
 		items = items[len(items)-diagnosisEvents:]
