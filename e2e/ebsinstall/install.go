@@ -396,7 +396,7 @@ func (s *Stack) helmInstall(ctx context.Context, values map[string]any) error {
 		wait = max(time.Until(d)-helmMargin, time.Second)
 	}
 	s.installed = true
-	out, err := s.helm.Install(ctx, release, s.chart, Namespace, mergeValues(s.values(), values), wait)
+	out, err := s.helm.Install(ctx, release, s.chart, Namespace, helm.MergeValues(s.values(), values), wait)
 	klog.FromContext(ctx).V(2).Info("helm install", "release", release, "output", out)
 	if err != nil {
 		return s.diagnosed(ctx, fmt.Errorf("helm install %s: %w", release, err))
@@ -448,20 +448,6 @@ func (s *Stack) values() map[string]any {
 		"controller": map[string]any{"env": append(env, map[string]string{"name": "AWS_REGION", "value": Region})},
 		"node":       map[string]any{"env": env},
 	}
-}
-
-// mergeValues sets over's values on base, descending into the maps both have, as helm merges values files.
-func mergeValues(base, over map[string]any) map[string]any {
-	for k, v := range over {
-		b, bok := base[k].(map[string]any)
-		o, ook := v.(map[string]any)
-		if bok && ook {
-			base[k] = mergeValues(b, o)
-			continue
-		}
-		base[k] = v
-	}
-	return base
 }
 
 // waitRegistered waits for the real kubelet to list the driver in the node's CSINode with an attach limit and
