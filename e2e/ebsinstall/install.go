@@ -102,8 +102,8 @@ type Stack struct {
 
 // Start builds Stowage's binaries and images, starts the real nodes, EC2, the snapshot controller and the
 // chart, and returns once the kubelets registered the driver on every node and snapshot-controller is
-// available. When a stage fails, what it started is torn down and the error names the stage, with what the
-// kubelets said of the install's Pods.
+// available. ctx bounds the start only: what Start starts runs until Stop. When a stage fails, what it
+// started is torn down and the error names the stage, with what the kubelets said of the install's Pods.
 func Start(ctx context.Context, o Options) (_ *Stack, err error) {
 	if o.Nodes == 0 {
 		o.Nodes = 2
@@ -308,7 +308,8 @@ func (s *Stack) startEC2(ctx context.Context, o Options) error {
 		return err
 	}
 	gw := c.Network.Gateway.String()
-	s.EC2, err = ec2sim.Start(ctx, ec2sim.Config{
+	// ec2sim serves until its context ends; Start's ctx only bounds the start.
+	s.EC2, err = ec2sim.Start(context.WithoutCancel(ctx), ec2sim.Config{
 		Listen: net.JoinHostPort(gw, "0"), IMDSListen: net.JoinHostPort(gw, "0"),
 		DataDir: data, Region: Region, Instances: ins, DeviceLinkDir: linkDir, TimeScale: o.TimeScale,
 	})
