@@ -115,8 +115,13 @@ func (l *Lifecycle) deleteWriter(ctx context.Context) (string, error) {
 	if err := l.waitPodGone(ctx, "writer-0"); err != nil {
 		return "", err
 	}
-	if left, err := l.node(l.NodeA).CSIMountsLeft(); err != nil || len(left) > 0 {
-		return "", fmt.Errorf("mounts left on %s: %v (%v)", l.NodeA, left, err)
+	// A real kubelet removes the Pod once its volumes are unpublished; unstaging may follow.
+	err := poll(ctx, "no CSI mount on "+l.NodeA, func(context.Context) (bool, string, error) {
+		left, err := l.node(l.NodeA).CSIMountsLeft()
+		return err == nil && len(left) == 0, fmt.Sprintf("mounts left %v", left), err
+	})
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("Pod writer-0 gone: unpublished and unstaged on %s", l.NodeA), nil
 }
