@@ -275,6 +275,10 @@ func (s *Stack) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// EC2Dir holds ec2sim's volume and snapshot files: a loop device backed by a file below it is an attached
+// volume.
+func (s *Stack) EC2Dir() string { return filepath.Join(s.dir, "ec2") }
+
 // subdir makes the directory name in the stack's.
 func (s *Stack) subdir(name string) (string, error) {
 	dir := filepath.Join(s.dir, name)

@@ -31,11 +31,11 @@ func (r *chaosRun) checkRunning(ctx context.Context, t *testing.T) map[string]st
 		volID := pv.Spec.CSI.VolumeHandle
 		volumes[volID] = node
 		r.checkAttachedOnlyTo(ctx, t, pv, node)
-		k := r.s.Nodes[node].Kubelet
-		if err := checkFSType("staging path of "+volID, k.StagingPath(volID), "ext4"); err != nil {
+		k := OnStack(r.s.Stack).Node(node)
+		if err := checkFSType(k, "staging path of "+volID, k.StagingPath(volID), "ext4"); err != nil {
 			t.Errorf("claim %s: %v", claim, err)
 		}
-		if err := checkFSType("publish path of "+claim, k.PublishPath(string(pod.UID), pv.Name), "ext4"); err != nil {
+		if err := checkFSType(k, "publish path of "+claim, k.PublishPath(string(pod.UID), pv.Name), "ext4"); err != nil {
 			t.Errorf("claim %s: %v", claim, err)
 		}
 	}

@@ -7,9 +7,10 @@ import (
 	"strings"
 )
 
-// mountFSType is the file-system type mounted at path, or "" if nothing is.
-func mountFSType(path string) (string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+// mountFSType is the file-system type mounted at path in the mount table mountinfo (a /proc/<pid>/mountinfo),
+// or "" if nothing is.
+func mountFSType(mountinfo, path string) (string, error) {
+	b, err := os.ReadFile(mountinfo)
 	if err != nil {
 		return "", err
 	}
@@ -36,9 +37,10 @@ func LoopDevicesUnder(dir string) []string {
 	return out
 }
 
-// checkFSType fails unless a file system of type want is mounted at path; what names path in the error.
-func checkFSType(what, path, want string) error {
-	if fs, err := mountFSType(path); err != nil || fs != want {
+// checkFSType fails unless a file system of type want is mounted at path of node; what names path in the
+// error.
+func checkFSType(node PlatformNode, what, path, want string) error {
+	if fs, err := node.FSType(path); err != nil || fs != want {
 		return fmt.Errorf("%s has %q mounted, want %s (%v)", what, fs, want, err)
 	}
 	return nil

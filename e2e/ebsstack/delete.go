@@ -8,8 +8,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-
-	"github.com/stowage-csi/stowage/e2e/kubeletsim"
 )
 
 // Delete is scenario 5: Pods and claims deleted; PVs and EBS volumes gone, nothing left in the emulator,
@@ -22,7 +20,7 @@ func (l *Lifecycle) Delete(ctx context.Context) error {
 
 // deletePods deletes every Pod of the namespace and waits until each is gone (unpublished and unstaged).
 func (l *Lifecycle) deletePods(ctx context.Context) (string, error) {
-	pods := l.S.Client.CoreV1().Pods(Namespace)
+	pods := l.P.KubeClient().CoreV1().Pods(Namespace)
 	names, err := deleteAll(ctx, func(ctx context.Context) ([]string, error) {
 		list, err := pods.List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -43,7 +41,7 @@ func (l *Lifecycle) deletePods(ctx context.Context) (string, error) {
 
 // deleteClaims deletes every claim of the namespace and waits until no PV is left.
 func (l *Lifecycle) deleteClaims(ctx context.Context) (string, error) {
-	kube := l.S.Client
+	kube := l.P.KubeClient()
 	claims := kube.CoreV1().PersistentVolumeClaims(Namespace)
 	names, err := deleteAll(ctx, func(ctx context.Context) ([]string, error) {
 		list, err := claims.List(ctx, metav1.ListOptions{})
@@ -83,13 +81,15 @@ func (l *Lifecycle) checkNothingLeft(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if loops := LoopDevicesUnder(l.S.Dir); len(loops) > 0 {
+	if loops := LoopDevicesUnder(l.P.VolumeDir()); len(loops) > 0 {
 		return "", fmt.Errorf("loop devices left: %v", loops)
 	}
-	if mounts, err := kubeletsim.MountsUnder(l.S.Dir); err != nil || len(mounts) > 0 {
-		return "", fmt.Errorf("mounts left: %v (%v)", mounts, err)
+	for _, name := range l.P.NodeNames() {
+		if mounts, err := l.node(name).CSIMountsLeft(); err != nil || len(mounts) > 0 {
+			return "", fmt.Errorf("mounts left on %s: %v (%v)", name, mounts, err)
+		}
 	}
-	vas, err := l.S.Client.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+	vas, err := l.P.KubeClient().StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
 	if err != nil || len(vas.Items) > 0 {
 		return "", fmt.Errorf("VolumeAttachments left: %d (%v)", len(vas.Items), err)
 	}
@@ -104,7 +104,7 @@ func (l *Lifecycle) BadParameter(ctx context.Context) error {
 }
 
 func (l *Lifecycle) badParameter(ctx context.Context) (string, error) {
-	kube := l.S.Client
+	kube := l.P.KubeClient()
 	claim, err := l.create(ctx, StorageClass("stowage-bad", map[string]string{"type": "gp9"}),
 		Claim("bad-0", "stowage-bad", "1Gi", l.NodeA, false), nil)
 	if err != nil {
@@ -114,7 +114,7 @@ func (l *Lifecycle) badParameter(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, v := range l.S.EC2.State().Volumes {
+	for _, v := range l.P.EC2().State().Volumes {
 		if v.Tags["CSIVolumeName"] == "pvc-"+string(claim.UID) {
 			return "", fmt.Errorf("volume %s was created for the bad claim", v.ID)
 		}
@@ -137,7 +137,7 @@ func (l *Lifecycle) badParameter(ctx context.Context) (string, error) {
 func (l *Lifecycle) waitProvisioningFailed(ctx context.Context, claim string, words ...string) (string, error) {
 	var message string
 	err := poll(ctx, "ProvisioningFailed Event on "+claim, func(ctx context.Context) (bool, string, error) {
-		evs, err := l.S.Client.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{
+		evs, err := l.P.KubeClient().CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{
 			FieldSelector: fields.Set{"involvedObject.name": claim, "reason": "ProvisioningFailed"}.String()})
 		if err != nil {
 			return false, "", err

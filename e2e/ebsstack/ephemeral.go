@@ -48,7 +48,7 @@ var ephemeralVolumes = []ephemeralVolume{
 // volume created for the already deleted claim is deleted too.
 func (l *Lifecycle) EphemeralVolumes(ctx context.Context) error {
 	l.R.Scenario("7. Generic ephemeral volumes follow their Pod")
-	e := &ephemeral{l: l, zone: l.S.Nodes[l.NodeC].Spec.Zone}
+	e := &ephemeral{l: l, zone: l.zone(l.NodeC)}
 	return l.steps(ctx,
 		step{"Pod with two ephemeral volumes, placed by kube-scheduler", e.create},
 		step{"claims created for the Pod, owned by it, on its node", e.claimsOwned},
@@ -98,7 +98,7 @@ func ephemeralPodSpec(name, node string, vols []ephemeralVolume) *v1.Pod {
 }
 
 func (e *ephemeral) create(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	for _, vol := range ephemeralVolumes {
 		class := StorageClass(vol.class, map[string]string{"type": vol.volumeType, "csi.storage.k8s.io/fstype": vol.fsType})
 		if _, err := kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -116,7 +116,7 @@ func (e *ephemeral) create(ctx context.Context) (string, error) {
 // claimsOwned waits until kube-scheduler has bound the Pod to node C and each claim exists, is controlled by
 // the Pod, and carries the scheduler's node choice.
 func (e *ephemeral) claimsOwned(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	err := poll(ctx, "Pod "+ephemeralPod+" scheduled", func(ctx context.Context) (bool, string, error) {
 		p, err := kube.CoreV1().Pods(Namespace).Get(ctx, ephemeralPod, metav1.GetOptions{})
 		if err != nil {
@@ -176,10 +176,10 @@ func (e *ephemeral) mountedAndWritten(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	kubelet := e.l.S.Nodes[e.l.NodeC].Kubelet
+	kubelet := e.l.node(e.l.NodeC)
 	for _, vol := range ephemeralVolumes {
 		dir := kubelet.PublishPath(string(pod.UID), pvs[vol.name].Name)
-		if err := checkFSType("published "+vol.name+" volume", dir, vol.fsType); err != nil {
+		if err := checkFSType(kubelet, "published "+vol.name+" volume", dir, vol.fsType); err != nil {
 			return "", err
 		}
 		want := []byte("written to the " + vol.name + " ephemeral volume\n")
@@ -198,7 +198,7 @@ func (e *ephemeral) mountedAndWritten(ctx context.Context) (string, error) {
 // deletePod deletes the Pod and waits until its claims, their PVs and the EBS volumes are gone, with no
 // attachment left in EC2.
 func (e *ephemeral) deletePod(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	if err := kube.CoreV1().Pods(Namespace).Delete(ctx, ephemeralPod, metav1.DeleteOptions{}); err != nil {
 		return "", err
 	}
@@ -223,7 +223,7 @@ func (e *ephemeral) deletePod(ctx context.Context) (string, error) {
 				left = append(left, "PV "+pv.Name+" "+string(pv.Status.Phase))
 			}
 		}
-		st := e.l.S.EC2.State()
+		st := e.l.P.EC2().State()
 		for _, v := range st.Volumes {
 			if slices.Contains(ids, v.ID) {
 				left = append(left, v.ID+" "+v.State)
@@ -245,7 +245,7 @@ func (e *ephemeral) deletePod(ctx context.Context) (string, error) {
 // waitClaimGone waits until the claim no longer exists.
 func (e *ephemeral) waitClaimGone(ctx context.Context, name string) error {
 	return poll(ctx, "claim "+name+" deleted", func(ctx context.Context) (bool, string, error) {
-		c, err := e.l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, name, metav1.GetOptions{})
+		c, err := e.l.P.KubeClient().CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
@@ -260,8 +260,8 @@ func (e *ephemeral) waitClaimGone(ctx context.Context, name string) error {
 // the Pod as soon as the provisioner has recorded its intent to create the claim's volume (so CreateVolume is
 // in flight). The claim goes with the Pod; the volume EC2 then creates for it must be deleted, not leaked.
 func (e *ephemeral) deleteWhileProvisioning(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
-	ec2 := e.l.S.EC2
+	kube := e.l.P.KubeClient()
+	ec2 := e.l.P.EC2()
 	before := ec2.Faults()
 	slow := before
 	slow.Actions, slow.Latency = []string{"CreateVolume"}, createLatency

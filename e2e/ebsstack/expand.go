@@ -35,8 +35,8 @@ const (
 // Event, and setting the class back rolls the claim back. Everything it made is deleted again.
 func (l *Lifecycle) ExpandModify(ctx context.Context) error {
 	l.R.Scenario("8. Expand and modify a volume in use")
-	if l.S.Sidecar("csi-resizer") == nil {
-		return fmt.Errorf("the stack runs no csi-resizer: start it with Options.With")
+	if err := l.P.CheckResizer(ctx); err != nil {
+		return err
 	}
 	e := &expansion{l: l}
 	return l.steps(ctx,
@@ -74,7 +74,7 @@ func (e *expansion) start(ctx context.Context) (string, error) {
 
 // grow asks for 2Gi and waits until the kubelet recorded the new capacity, then checks EC2 and the filesystem.
 func (e *expansion) grow(ctx context.Context) (string, error) {
-	before := e.l.S.EC2.Requests(modifyAction, "OK")
+	before := e.l.P.EC2().Requests(modifyAction, "OK")
 	if err := e.patchClaim(ctx, `{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`); err != nil {
 		return "", err
 	}
@@ -89,7 +89,7 @@ func (e *expansion) grow(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	calls := e.l.S.EC2.Requests(modifyAction, "OK") - before
+	calls := e.l.P.EC2().Requests(modifyAction, "OK") - before
 	if vol.SizeGiB != 2 || size < 1.5*gib || calls != 1 {
 		return "", fmt.Errorf("after growing to 2Gi: EBS %s is %d GiB after %d ModifyVolume calls, filesystem %.2f GiB", vol.ID, vol.SizeGiB, calls, size/gib)
 	}
@@ -100,13 +100,13 @@ func (e *expansion) grow(ctx context.Context) (string, error) {
 // call the driver at once, and ebs-plugin merges both into one ModifyVolume. (4000 IOPS needs the 10 GiB: gp3
 // allows at most 500 IOPS per GiB.)
 func (e *expansion) growAndModify(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	fast := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: fastClass}, DriverName: Driver,
 		Parameters: map[string]string{"type": "gp3", "iops": "4000", "throughput": "250"}}
 	if _, err := kube.StorageV1().VolumeAttributesClasses().Create(ctx, fast, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}
-	before := e.l.S.EC2.Requests(modifyAction, "OK")
+	before := e.l.P.EC2().Requests(modifyAction, "OK")
 	if err := e.patchClaim(ctx, `{"spec":{"resources":{"requests":{"storage":"10Gi"}},"volumeAttributesClassName":"`+fastClass+`"}}`); err != nil {
 		return "", err
 	}
@@ -121,7 +121,7 @@ func (e *expansion) growAndModify(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	calls := e.l.S.EC2.Requests(modifyAction, "OK") - before
+	calls := e.l.P.EC2().Requests(modifyAction, "OK") - before
 	if vol.SizeGiB != 10 || vol.Iops != 4000 || vol.Throughput != 250 || size < 9*gib || calls != 1 {
 		return "", fmt.Errorf("after 10Gi + %s: EBS %s is %d GiB, %d IOPS, %d MiB/s after %d ModifyVolume calls, filesystem %.2f GiB",
 			fastClass, vol.ID, vol.SizeGiB, vol.Iops, vol.Throughput, calls, size/gib)
@@ -139,13 +139,13 @@ func (e *expansion) growAndModify(ctx context.Context) (string, error) {
 // infeasibleAndRollback asks for a class with a volume type EBS does not have: the driver refuses it, the claim
 // says Infeasible with a Warning Event, EC2 is not asked, and setting stowage-fast back clears the status.
 func (e *expansion) infeasibleAndRollback(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	bad := &storagev1.VolumeAttributesClass{ObjectMeta: metav1.ObjectMeta{Name: impossibleClass}, DriverName: Driver,
 		Parameters: map[string]string{"type": "gp7"}}
 	if _, err := kube.StorageV1().VolumeAttributesClasses().Create(ctx, bad, metav1.CreateOptions{}); err != nil {
 		return "", err
 	}
-	before := e.l.S.EC2.Requests(modifyAction, "OK")
+	before := e.l.P.EC2().Requests(modifyAction, "OK")
 	if err := e.patchClaim(ctx, `{"spec":{"volumeAttributesClassName":"`+impossibleClass+`"}}`); err != nil {
 		return "", err
 	}
@@ -172,7 +172,7 @@ func (e *expansion) infeasibleAndRollback(ctx context.Context) (string, error) {
 	if _, err := e.waitEvent(ctx, "VolumeModifyCanceled"); err != nil {
 		return "", err
 	}
-	if calls := e.l.S.EC2.Requests(modifyAction, "OK") - before; calls != 0 {
+	if calls := e.l.P.EC2().Requests(modifyAction, "OK") - before; calls != 0 {
 		return "", fmt.Errorf("%d ModifyVolume calls for an infeasible class, want 0", calls)
 	}
 	return "Infeasible, Warning VolumeModifyFailed (" + trimMessage(msg) + "); set back to " + fastClass + ": status cleared, EC2 untouched", nil
@@ -180,7 +180,7 @@ func (e *expansion) infeasibleAndRollback(ctx context.Context) (string, error) {
 
 // deleteAll deletes the Pod and the claim and waits until the EBS volume is gone.
 func (e *expansion) deleteAll(ctx context.Context) (string, error) {
-	kube := e.l.S.Client
+	kube := e.l.P.KubeClient()
 	if err := kube.CoreV1().Pods(Namespace).Delete(ctx, expandPod, metav1.DeleteOptions{}); err != nil {
 		return "", err
 	}
@@ -191,7 +191,7 @@ func (e *expansion) deleteAll(ctx context.Context) (string, error) {
 		return "", err
 	}
 	err := poll(ctx, "EBS volume "+e.volumeID+" deleted", func(context.Context) (bool, string, error) {
-		for _, v := range e.l.S.EC2.State().Volumes {
+		for _, v := range e.l.P.EC2().State().Volumes {
 			if v.ID == e.volumeID {
 				return false, v.State, nil
 			}
@@ -210,7 +210,7 @@ func (e *expansion) deleteAll(ctx context.Context) (string, error) {
 }
 
 func (e *expansion) patchClaim(ctx context.Context, body string) error {
-	_, err := e.l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Patch(ctx, expandClaim, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+	_, err := e.l.P.KubeClient().CoreV1().PersistentVolumeClaims(Namespace).Patch(ctx, expandClaim, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("claim %s: patch %s: %w", expandClaim, body, err)
 	}
@@ -233,7 +233,7 @@ func (e *expansion) waitCapacity(ctx context.Context, size, class string) error 
 
 func (e *expansion) waitClaim(ctx context.Context, what string, cond func(*v1.PersistentVolumeClaim) bool) error {
 	return poll(ctx, "claim "+expandClaim+" "+what, func(ctx context.Context) (bool, string, error) {
-		c, err := e.l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, expandClaim, metav1.GetOptions{})
+		c, err := e.l.P.KubeClient().CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, expandClaim, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
@@ -247,7 +247,7 @@ func (e *expansion) waitClaim(ctx context.Context, what string, cond func(*v1.Pe
 func (e *expansion) waitEvent(ctx context.Context, reason string) (string, error) {
 	msg := ""
 	err := poll(ctx, "Event "+reason+" on claim "+expandClaim, func(ctx context.Context) (bool, string, error) {
-		evs, err := e.l.S.Client.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + expandClaim})
+		evs, err := e.l.P.KubeClient().CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + expandClaim})
 		if err != nil {
 			return false, "", err
 		}
@@ -266,7 +266,7 @@ func (e *expansion) waitEvent(ctx context.Context, reason string) (string, error
 }
 
 func (e *expansion) ec2Volume() (ec2sim.VolumeState, error) {
-	for _, v := range e.l.S.EC2.State().Volumes {
+	for _, v := range e.l.P.EC2().State().Volumes {
 		if v.ID == e.volumeID {
 			return v, nil
 		}
@@ -276,7 +276,7 @@ func (e *expansion) ec2Volume() (ec2sim.VolumeState, error) {
 
 // fsSize is the size of the filesystem mounted in the Pod's published path, as df reports it.
 func (e *expansion) fsSize() (float64, error) {
-	path := e.l.S.Nodes[e.l.NodeA].Kubelet.PublishPath(e.podUID, e.pv.Name)
+	path := e.l.node(e.l.NodeA).PublishPath(e.podUID, e.pv.Name)
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, fmt.Errorf("statfs %s: %w", path, err)

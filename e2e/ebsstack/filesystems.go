@@ -19,7 +19,7 @@ func (l *Lifecycle) FilesystemsAndBlock(ctx context.Context) error {
 
 // xfsOnC provisions an xfs volume for a Pod on node C and writes and reads a file through it.
 func (l *Lifecycle) xfsOnC(ctx context.Context) (string, error) {
-	zone := l.S.Nodes[l.NodeC].Spec.Zone
+	zone := l.zone(l.NodeC)
 	pv, vol, pod, err := l.createAndStart(ctx, filesystemClass("stowage-xfs", "xfs"),
 		Claim("xfs-0", "stowage-xfs", "1Gi", l.NodeC, false), Pod("xfs-user", l.NodeC, "xfs-0", false),
 		func(vol ec2sim.VolumeState) error {
@@ -31,8 +31,8 @@ func (l *Lifecycle) xfsOnC(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	node := l.S.Nodes[l.NodeC].Kubelet
-	if err := checkFSType("staging path of "+vol.ID, node.StagingPath(vol.ID), "xfs"); err != nil {
+	node := l.node(l.NodeC)
+	if err := checkFSType(node, "staging path of "+vol.ID, node.StagingPath(vol.ID), "xfs"); err != nil {
 		return "", err
 	}
 	path := filepath.Join(node.PublishPath(string(pod.UID), pv.Name), "hello.txt")
@@ -54,7 +54,7 @@ func (l *Lifecycle) blockOnC(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dev := l.S.Nodes[l.NodeC].Kubelet.DevicePath(string(pod.UID), pv.Name)
+	dev := l.node(l.NodeC).DevicePath(string(pod.UID), pv.Name)
 	data := make([]byte, 64<<10)
 	_, _ = rand.Read(data)
 	const offset = 1 << 20

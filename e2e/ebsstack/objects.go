@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
+	"github.com/stowage-csi/stowage/e2e/images"
 )
 
 const (
@@ -22,7 +23,8 @@ const (
 	Namespace = "default"
 	// selectedNodeKey is what the scheduler sets on a WaitForFirstConsumer claim; there is no scheduler here.
 	selectedNodeKey = "volume.kubernetes.io/selected-node"
-	pauseImage      = "registry.k8s.io/pause:3.10"
+	// pauseImage is the one the real nodes hold (kubeletsim runs no container for it).
+	pauseImage = images.PauseImage
 )
 
 // StorageClass is a WaitForFirstConsumer class of the EBS driver with reclaim policy Delete.
@@ -111,7 +113,7 @@ func filesystemClass(name, fsType string) *storagev1.StorageClass {
 // create creates class, claim and pod, in that order, skipping those that are nil, and returns the
 // created claim (nil when there is none).
 func (l *Lifecycle) create(ctx context.Context, class *storagev1.StorageClass, claim *v1.PersistentVolumeClaim, pod *v1.Pod) (*v1.PersistentVolumeClaim, error) {
-	kube := l.S.Client
+	kube := l.P.KubeClient()
 	if class != nil {
 		if _, err := kube.StorageV1().StorageClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil {
 			return nil, err
@@ -157,11 +159,11 @@ func (l *Lifecycle) createAndStart(ctx context.Context, class *storagev1.Storage
 
 // publishedFile is the path, on node's kubelet, of file in the scenario volume as published to pod.
 func (l *Lifecycle) publishedFile(ctx context.Context, node, pod, file string) (string, error) {
-	p, err := l.S.Client.CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
+	p, err := l.P.KubeClient().CoreV1().Pods(Namespace).Get(ctx, pod, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(l.S.Nodes[node].Kubelet.PublishPath(string(p.UID), l.pvName), file), nil
+	return filepath.Join(l.node(node).PublishPath(string(p.UID), l.pvName), file), nil
 }
 
 // deleteAll deletes every object list returns (one already gone counts as deleted) and returns their names.

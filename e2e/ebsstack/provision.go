@@ -8,8 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/stowage-csi/stowage/e2e/kubeletsim"
 )
 
 // Provision is scenario 1: a WaitForFirstConsumer ext4 class, a claim for node A, a Pod on node A; the
@@ -47,7 +45,7 @@ func (l *Lifecycle) waitDataBound(ctx context.Context) (string, error) {
 		return "", err
 	}
 	l.pvName, l.volumeID = pv.Name, vol.ID
-	if want := l.S.Nodes[l.NodeA].Spec.Zone; vol.Zone != want {
+	if want := l.zone(l.NodeA); vol.Zone != want {
 		return "", fmt.Errorf("volume %s is in %s, node %s in %s", vol.ID, vol.Zone, l.NodeA, want)
 	}
 	return fmt.Sprintf("PVC data-0 Bound to %s (EBS %s, %s, %d GiB, in %s)", pv.Name, vol.ID, vol.Type, vol.SizeGiB, vol.Zone), nil
@@ -59,11 +57,11 @@ func (l *Lifecycle) waitWriterMounted(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	node := l.S.Nodes[l.NodeA].Kubelet
-	if err := checkFSType("staging path "+node.StagingPath(l.volumeID), node.StagingPath(l.volumeID), "ext4"); err != nil {
+	node := l.node(l.NodeA)
+	if err := checkFSType(node, "staging path "+node.StagingPath(l.volumeID), node.StagingPath(l.volumeID), "ext4"); err != nil {
 		return "", err
 	}
-	if err := checkFSType("publish path", node.PublishPath(string(pod.UID), l.pvName), "ext4"); err != nil {
+	if err := checkFSType(node, "publish path", node.PublishPath(string(pod.UID), l.pvName), "ext4"); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("Pod writer-0 Running on %s: formatted ext4, staged at globalmount, published", l.NodeA), nil
@@ -111,15 +109,19 @@ func (l *Lifecycle) Move(ctx context.Context) error {
 
 // deleteWriter deletes writer-0 and checks that node A has nothing mounted once it is gone.
 func (l *Lifecycle) deleteWriter(ctx context.Context) (string, error) {
-	if err := l.S.Client.CoreV1().Pods(Namespace).Delete(ctx, "writer-0", metav1.DeleteOptions{}); err != nil {
+	if err := l.P.KubeClient().CoreV1().Pods(Namespace).Delete(ctx, "writer-0", metav1.DeleteOptions{}); err != nil {
 		return "", err
 	}
 	if err := l.waitPodGone(ctx, "writer-0"); err != nil {
 		return "", err
 	}
-	root := l.S.Nodes[l.NodeA].Kubelet.RootDir()
-	if left, err := kubeletsim.MountsUnder(root); err != nil || len(left) > 0 {
-		return "", fmt.Errorf("mounts left on %s: %v (%v)", l.NodeA, left, err)
+	// A real kubelet removes the Pod once its volumes are unpublished; unstaging may follow.
+	err := poll(ctx, "no CSI mount on "+l.NodeA, func(context.Context) (bool, string, error) {
+		left, err := l.node(l.NodeA).CSIMountsLeft()
+		return err == nil && len(left) == 0, fmt.Sprintf("mounts left %v", left), err
+	})
+	if err != nil {
+		return "", err
 	}
 	return fmt.Sprintf("Pod writer-0 gone: unpublished and unstaged on %s", l.NodeA), nil
 }
@@ -128,7 +130,7 @@ func (l *Lifecycle) deleteWriter(ctx context.Context) (string, error) {
 func (l *Lifecycle) waitDetachedFromA(ctx context.Context) (string, error) {
 	va := AttachmentName(l.volumeID, l.NodeA)
 	err := poll(ctx, "detach of "+l.volumeID, func(ctx context.Context) (bool, string, error) {
-		_, err := l.S.Client.StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
+		_, err := l.P.KubeClient().StorageV1().VolumeAttachments().Get(ctx, va, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, "", err
 		}

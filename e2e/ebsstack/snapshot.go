@@ -42,10 +42,10 @@ func (l *Lifecycle) SnapshotRestore(ctx context.Context) error {
 	if l.volumeID == "" || l.digest == "" {
 		return fmt.Errorf("scenario 1 did not run")
 	}
-	if err := l.S.ensureSnapshotSidecars(ctx); err != nil {
+	if err := l.P.EnsureSnapshotting(ctx); err != nil {
 		return err
 	}
-	snaps, err := snapclient.NewForConfig(l.S.Cluster.RESTConfig())
+	snaps, err := snapclient.NewForConfig(l.P.RESTConfig())
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (r *restore) restoreOnC(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if zone := l.S.Nodes[l.NodeC].Spec.Zone; vol.SnapshotID != r.snapshotID || vol.Zone != zone {
+	if zone := l.zone(l.NodeC); vol.SnapshotID != r.snapshotID || vol.Zone != zone {
 		return "", fmt.Errorf("restored volume %s: from snapshot %q in %s, want %s in %s", vol.ID, vol.SnapshotID, vol.Zone, r.snapshotID, zone)
 	}
 	return fmt.Sprintf("PVC %s Bound to %s (EBS %s from %s, in %s)", restoredClaim, pv.Name, vol.ID, vol.SnapshotID, vol.Zone), nil
@@ -200,11 +200,11 @@ func (r *restore) checkRestoredData(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	c, err := l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, restoredClaim, metav1.GetOptions{})
+	c, err := l.P.KubeClient().CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, restoredClaim, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	b, err := os.ReadFile(filepath.Join(l.S.Nodes[l.NodeC].Kubelet.PublishPath(string(pod.UID), c.Spec.VolumeName), "data.bin"))
+	b, err := os.ReadFile(filepath.Join(l.node(l.NodeC).PublishPath(string(pod.UID), c.Spec.VolumeName), "data.bin"))
 	if err != nil {
 		return "", err
 	}
@@ -221,7 +221,7 @@ func (r *restore) deleteAll(ctx context.Context) (string, error) {
 	if err := r.l.deleteRestore(ctx); err != nil {
 		return "", err
 	}
-	c, err := r.l.S.Client.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, sourceClaim, metav1.GetOptions{})
+	c, err := r.l.P.KubeClient().CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, sourceClaim, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -255,7 +255,7 @@ func (r *restore) deleteAll(ctx context.Context) (string, error) {
 
 // deleteRestore deletes the restore's Pod and claim, waiting until its PV and EBS volume are gone.
 func (l *Lifecycle) deleteRestore(ctx context.Context) error {
-	kube := l.S.Client
+	kube := l.P.KubeClient()
 	if err := kube.CoreV1().Pods(Namespace).Delete(ctx, restoredPod, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func (l *Lifecycle) deleteRestore(ctx context.Context) error {
 		if err == nil {
 			return false, "PV " + string(got.Status.Phase), nil
 		}
-		for _, v := range l.S.EC2.State().Volumes {
+		for _, v := range l.P.EC2().State().Volumes {
 			if v.Tags["CSIVolumeName"] == pv {
 				return false, "EBS volume " + v.ID + " " + v.State, nil
 			}
@@ -290,7 +290,7 @@ func (l *Lifecycle) deleteRestore(ctx context.Context) error {
 
 // ec2Snapshot is the emulator's record of snapshot id, or an error if it holds none.
 func (l *Lifecycle) ec2Snapshot(id string) (ec2sim.SnapshotState, error) {
-	for _, sn := range l.S.EC2.State().Snapshots {
+	for _, sn := range l.P.EC2().State().Snapshots {
 		if sn.ID == id {
 			return sn, nil
 		}

@@ -54,7 +54,7 @@ func TestE2EEBSSnapshotCases(t *testing.T) {
 	}) {
 		t.Fatalf("steps:%s", out.String())
 	}
-	c, err := newSnapshotCases(ctx, l)
+	c, err := newSnapshotCases(ctx, s.Stack, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,18 +93,20 @@ func TestE2EEBSSnapshotCases(t *testing.T) {
 // snapshotCases hold what the cases share: scenario 1's volume (data-0, holding data.bin), the snapshot
 // client, and an EC2 client of the emulator for what is done outside Kubernetes.
 type snapshotCases struct {
+	// s is the stack under l: the cases kill and restart its csi-snapshotter process.
+	s     *Stack
 	l     *Lifecycle
 	snaps snapclient.Interface
 	ec2   *ec2.Client
 }
 
-func newSnapshotCases(ctx context.Context, l *Lifecycle) (*snapshotCases, error) {
-	snaps, err := snapclient.NewForConfig(l.S.Cluster.RESTConfig())
+func newSnapshotCases(ctx context.Context, s *Stack, l *Lifecycle) (*snapshotCases, error) {
+	snaps, err := snapclient.NewForConfig(l.P.RESTConfig())
 	if err != nil {
 		return nil, err
 	}
-	c := &snapshotCases{l: l, snaps: snaps, ec2: ec2.New(ec2.Options{
-		Region: Region, BaseEndpoint: aws.String(l.S.EC2.URL()),
+	c := &snapshotCases{s: s, l: l, snaps: snaps, ec2: ec2.New(ec2.Options{
+		Region: Region, BaseEndpoint: aws.String(l.P.EC2().URL()),
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDSTOWAGEE2E", "stowage-e2e-secret", ""),
 	})}
 	for name, policy := range map[string]snapv1.DeletionPolicy{snapshotClass: snapv1.VolumeSnapshotContentDelete, retainClass: snapv1.VolumeSnapshotContentRetain} {
@@ -206,7 +208,7 @@ func (c *snapshotCases) retainAndDelete(ctx context.Context) (string, error) {
 // call is held there: snapshot-controller asks for the content's deletion before EC2 answers, EC2 then makes
 // the snapshot, and csi-snapshotter must delete it, so neither an EBS snapshot nor a content is left.
 func (c *snapshotCases) deleteDuringCreate(ctx context.Context) (string, error) {
-	ec2s := c.l.S.EC2
+	ec2s := c.l.P.EC2()
 	creates, deletes := ec2s.Requests("CreateSnapshot", "OK"), ec2s.Requests("DeleteSnapshot", "OK")
 	restoreFaults := slowCreateSnapshot(ec2s, slowCreate)
 	defer restoreFaults()
@@ -245,7 +247,7 @@ func (c *snapshotCases) deleteDuringCreate(ctx context.Context) (string, error) 
 // VolumeSnapshot is deleted before csi-snapshotter is started again, which must then delete that snapshot;
 // otherwise the restarted csi-snapshotter must adopt it: readyToUse with exactly that one snapshot.
 func (c *snapshotCases) killMidCreate(ctx context.Context, name string, deleteWhileDown bool) (string, error) {
-	s := c.l.S
+	s := c.s
 	creates := s.EC2.Requests("CreateSnapshot", "OK")
 	restoreFaults := slowCreateSnapshot(s.EC2, slowCreate)
 	defer restoreFaults()
@@ -458,7 +460,7 @@ func (c *snapshotCases) contentsOf(ctx context.Context, uid types.UID) ([]string
 // snapshot-<UID>.
 func (c *snapshotCases) namedSnapshots(vs *snapv1.VolumeSnapshot) []ec2sim.SnapshotState {
 	var out []ec2sim.SnapshotState
-	for _, sn := range c.l.S.EC2.State().Snapshots {
+	for _, sn := range c.l.P.EC2().State().Snapshots {
 		if sn.Tags["CSIVolumeSnapshotName"] == "snapshot-"+string(vs.UID) {
 			out = append(out, sn)
 		}
@@ -469,7 +471,7 @@ func (c *snapshotCases) namedSnapshots(vs *snapv1.VolumeSnapshot) []ec2sim.Snaps
 // waitCreateAnswered waits until ec2sim has answered want CreateSnapshot requests with OK in all.
 func (c *snapshotCases) waitCreateAnswered(ctx context.Context, want int) error {
 	return poll(ctx, fmt.Sprintf("EC2 CreateSnapshot answered OK %d times", want), func(context.Context) (bool, string, error) {
-		n := c.l.S.EC2.Requests("CreateSnapshot", "OK")
+		n := c.l.P.EC2().Requests("CreateSnapshot", "OK")
 		return n == want, fmt.Sprintf("%d", n), nil
 	})
 }

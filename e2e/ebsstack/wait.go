@@ -14,7 +14,7 @@ import (
 
 // waitBound waits for the claim to be Bound and returns its PV and EBS volume.
 func (l *Lifecycle) waitBound(ctx context.Context, claim string) (*v1.PersistentVolume, ec2sim.VolumeState, error) {
-	kube := l.S.Client
+	kube := l.P.KubeClient()
 	var pv *v1.PersistentVolume
 	err := poll(ctx, "claim "+claim+" Bound", func(ctx context.Context) (bool, string, error) {
 		c, err := kube.CoreV1().PersistentVolumeClaims(Namespace).Get(ctx, claim, metav1.GetOptions{})
@@ -33,7 +33,7 @@ func (l *Lifecycle) waitBound(ctx context.Context, claim string) (*v1.Persistent
 	if pv.Spec.CSI == nil || pv.Spec.CSI.Driver != Driver {
 		return nil, ec2sim.VolumeState{}, fmt.Errorf("PV %s is not an %s volume", pv.Name, Driver)
 	}
-	for _, v := range l.S.EC2.State().Volumes {
+	for _, v := range l.P.EC2().State().Volumes {
 		if v.ID == pv.Spec.CSI.VolumeHandle {
 			return pv, v, nil
 		}
@@ -43,7 +43,7 @@ func (l *Lifecycle) waitBound(ctx context.Context, claim string) (*v1.Persistent
 
 // lastEvent is the newest Event of an object, for error messages.
 func (l *Lifecycle) lastEvent(ctx context.Context, name string) string {
-	evs, err := l.S.Client.CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	evs, err := l.P.KubeClient().CoreV1().Events(Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil || len(evs.Items) == 0 {
 		return ""
 	}
@@ -56,10 +56,10 @@ func (l *Lifecycle) lastEvent(ctx context.Context, name string) string {
 // attachment with its loop device.
 func (l *Lifecycle) waitAttached(ctx context.Context, node string) (ec2sim.AttachmentState, error) {
 	name := AttachmentName(l.volumeID, node)
-	instance := l.S.Nodes[node].Spec.InstanceID
+	instance := l.node(node).InstanceID()
 	var att ec2sim.AttachmentState
 	err := poll(ctx, "VolumeAttachment "+name+" attached", func(ctx context.Context) (bool, string, error) {
-		va, err := l.S.Client.StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
+		va, err := l.P.KubeClient().StorageV1().VolumeAttachments().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "no VolumeAttachment yet", nil
 		}
@@ -86,7 +86,7 @@ func (l *Lifecycle) waitAttached(ctx context.Context, node string) (ec2sim.Attac
 
 func (l *Lifecycle) attachments(volumeID string) []ec2sim.AttachmentState {
 	var out []ec2sim.AttachmentState
-	for _, a := range l.S.EC2.State().Attachments {
+	for _, a := range l.P.EC2().State().Attachments {
 		if a.VolumeID == volumeID {
 			out = append(out, a)
 		}
@@ -98,7 +98,7 @@ func (l *Lifecycle) waitRunning(ctx context.Context, name string) (*v1.Pod, erro
 	var pod *v1.Pod
 	err := poll(ctx, "Pod "+name+" Running", func(ctx context.Context) (bool, string, error) {
 		var err error
-		pod, err = l.S.Client.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
+		pod, err = l.P.KubeClient().CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
@@ -109,7 +109,7 @@ func (l *Lifecycle) waitRunning(ctx context.Context, name string) (*v1.Pod, erro
 
 func (l *Lifecycle) waitPodGone(ctx context.Context, name string) error {
 	return poll(ctx, "Pod "+name+" gone", func(ctx context.Context) (bool, string, error) {
-		_, err := l.S.Client.CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
+		_, err := l.P.KubeClient().CoreV1().Pods(Namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}

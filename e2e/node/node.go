@@ -350,6 +350,17 @@ func freePorts(n int) ([]int, error) {
 // removes it.
 func (n *Node) StateDir() string { return n.layout.state }
 
+// Pid is the host PID of a process in the node's mount namespace (unshare, which made it), or 0 once the node
+// stopped. The node's files as its kubelet and Pods see them, mounts of CSI volumes included, are readable from
+// the host under /proc/<Pid>/root, and its mounts are listed in /proc/<Pid>/mountinfo: the host's own mount
+// table never holds them.
+func (n *Node) Pid() int {
+	if n.proc == nil {
+		return 0
+	}
+	return n.proc.Pid()
+}
+
 // CgroupRoot is the node's --cgroup-root, created in every cgroup v1 hierarchy; Stop removes it.
 func (n *Node) CgroupRoot() string {
 	if n.cg == nil {
