@@ -8,43 +8,82 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
-
 	"github.com/stowage-csi/stowage/e2e/ebsinstall"
-	"github.com/stowage-csi/stowage/e2e/images"
-	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/ebsstack"
+	"github.com/stowage-csi/stowage/e2e/kubeletsim"
 )
 
 // TestE2EEBSChartOnRealNodes installs stowage-ebs with `helm install` and its default values, overriding only
-// the images (assembled here), the pull policy and the emulator's endpoints (package ebsinstall). The real
-// kubelets register the driver, the startup taint goes, and a Pod on each node writes to and reads from a
-// volume the chart's controller provisioned and attached; deleting the claims leaves EC2 without volumes.
-// Then three broken installs on the same nodes each fail with the reason the API server or the kubelet gave.
+// the images (assembled here), the pull policy and the emulator's endpoints (package ebsinstall), on three
+// real nodes: A and B in us-east-1a, C in us-east-1b. The real kubelets register the driver and the startup
+// taint goes; then the EBS lifecycle of `make demo` (package ebsstack's scenarios, and the bad parameter)
+// runs on them: the Pods are real containers and the kubelet calls NodeStage, NodePublish and
+// NodeExpandVolume. It ends with no volume in EC2 and no CSI mount on any node. Move runs without the
+// pre-stop hook of the process test (TestE2EEBSLifecycle): holding a node plugin's pre-stop needs the plugin
+// as a process of the test, and no node is drained here. Then three broken installs on the same nodes each
+// fail with the reason the API server or the kubelet gave. After the teardown no loop device or mount of
+// the run is left on the host.
 func TestE2EEBSChartOnRealNodes(t *testing.T) {
-	ctx := context.Background()
-	s := ebsinstall.ForTest(t, ebsinstall.Options{})
-	client := s.Cluster.Client()
-	sc := &storagev1.StorageClass{
-		ObjectMeta:        metav1.ObjectMeta{Name: "gp3"},
-		Provisioner:       ebsinstall.Driver,
-		Parameters:        map[string]string{"type": "gp3"},
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingWaitForFirstConsumer),
-	}
-	if _, err := client.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil {
+	dir := t.TempDir()
+	// Registered before the install's own cleanup, so it runs after the teardown.
+	t.Cleanup(func() {
+		if loops := ebsstack.LoopDevicesUnder(dir); len(loops) > 0 {
+			t.Errorf("loop devices left after the teardown: %v", loops)
+		}
+		if mounts, err := kubeletsim.MountsUnder(dir); err != nil || len(mounts) > 0 {
+			t.Errorf("mounts left after the teardown: %v (%v)", mounts, err)
+		}
+	})
+	zone := func(z string) string { return ebsinstall.Region + z }
+	s := ebsinstall.ForTest(t, ebsinstall.Options{Zones: []string{zone("a"), zone("a"), zone("b")}, Dir: dir})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	p, err := ebsstack.OnRealNodes(ctx, s)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range s.Cluster.Nodes {
-		writeAndRead(t, ctx, client, n.Name)
+	var out strings.Builder
+	report := ebsstack.NewReport(&out)
+	l, err := ebsstack.NewLifecycleOn(p, report)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rig.Eventually(t, ctx, 3*time.Minute, "ec2sim to hold no volume after the claims went", func(context.Context) (bool, error) {
-		return len(s.EC2.State().Volumes) == 0, nil
-	})
+	for _, sc := range []struct {
+		name string
+		run  func(context.Context) error
+	}{
+		{"provision", l.Provision},
+		{"move", l.Move},
+		{"xfs and block", l.FilesystemsAndBlock},
+		{"snapshot and restore", l.SnapshotRestore},
+		{"delete", l.Delete},
+		{"bad parameter", l.BadParameter},
+		{"generic ephemeral volumes", l.EphemeralVolumes},
+		{"expand and modify", l.ExpandModify},
+	} {
+		passed := t.Run(sc.name, func(t *testing.T) {
+			if err := sc.run(ctx); err != nil {
+				t.Fatalf("scenario %s: %v", sc.name, err)
+			}
+		})
+		if !passed {
+			break
+		}
+	}
+	var summary strings.Builder
+	report.Summary(&summary)
+	t.Logf("steps:%s\n%s", out.String(), summary.String())
+	if t.Failed() {
+		return
+	}
+	if vols := s.EC2.State().Volumes; len(vols) > 0 {
+		t.Errorf("EC2 still holds %d volumes: %v", len(vols), vols)
+	}
+	for _, name := range p.NodeNames() {
+		if mounts, err := p.Node(name).CSIMountsLeft(); err != nil || len(mounts) > 0 {
+			t.Errorf("CSI mounts left on %s: %v (%v)", name, mounts, err)
+		}
+	}
 
 	// The install's checks are what every test on these nodes stands on: a node plugin the kubelet cannot
 	// register, and chart values that keep the node Pod from starting, must each fail the install with what
@@ -86,7 +125,7 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 // test fails if the install succeeds.
 func reinstallFailing(t *testing.T, s *ebsinstall.Stack, values map[string]any) error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 80*time.Second)
 	defer cancel()
 	err := s.Reinstall(ctx, values)
 	if err == nil {
@@ -94,67 +133,4 @@ func reinstallFailing(t *testing.T, s *ebsinstall.Stack, values map[string]any) 
 	}
 	t.Logf("the install failed as it must:\n%v", err)
 	return err
-}
-
-// writeAndRead runs a Pod on nodeName with a new claim, which writes a file and reads it back, then deletes
-// both.
-func writeAndRead(t *testing.T, ctx context.Context, client kubernetes.Interface, nodeName string) {
-	t.Helper()
-	name := "data-" + nodeName
-	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: ptr.To("gp3"),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		},
-	}
-	if _, err := client.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			NodeSelector:  map[string]string{"kubernetes.io/hostname": nodeName},
-			Containers: []corev1.Container{{
-				Name: "write", Image: images.BusyboxImage,
-				Command:      []string{"sh", "-c", "echo hello from " + nodeName + " > /data/f && sync && cat /data/f && grep -q ' /data ' /proc/mounts"},
-				VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}},
-			}},
-			Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
-		},
-	}
-	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rig.Eventually(t, ctx, 4*time.Minute, "Pod "+name+" to write and read its volume", func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if p.Status.Phase == corev1.PodFailed {
-			logs, _ := client.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			t.Fatalf("Pod %s failed: %s", name, logs)
-		}
-		return p.Status.Phase == corev1.PodSucceeded, nil
-	})
-	logs, err := client.CoreV1().Pods("default").GetLogs(name, &corev1.PodLogOptions{}).DoRaw(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := "hello from " + nodeName; !strings.Contains(string(logs), want) {
-		t.Errorf("Pod %s printed %q, want %q", name, logs, want)
-	}
-	if err := client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	rig.Eventually(t, ctx, 2*time.Minute, "Pod "+name+" to go", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), nil
-	})
-	if err := client.CoreV1().PersistentVolumeClaims("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
