@@ -145,8 +145,11 @@ func kubeletConfig(l layout, nodeIP net.IP, ports kubeletPorts, cgroupRoot, caFi
 		"shutdownGracePeriod":             "0s",
 		"shutdownGracePeriodCriticalPods": "0s",
 		"nodeStatusUpdateFrequency":       "4s",
-		"resolvConf":                      "/etc/resolv.conf",
-		"clusterDomain":                   "cluster.local",
+		// A Pod's sync is what grows a volume's filesystem once its claim grew (NodeExpandVolume on line):
+		// at the default minute, each on-line growth waits up to a minute plus jitter for it.
+		"syncFrequency": "10s",
+		"resolvConf":    "/etc/resolv.conf",
+		"clusterDomain": "cluster.local",
 	}
 	return yaml.Marshal(cfg)
 }
