@@ -154,21 +154,7 @@ func CheckPod(p Pod) []error {
 			}
 			ports[cp.ContainerPort] = c.Name
 		}
-		for kind, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
-			if probe == nil {
-				continue
-			}
-			var port *intstr.IntOrString
-			switch {
-			case probe.HTTPGet != nil:
-				port = &probe.HTTPGet.Port
-			case probe.TCPSocket != nil:
-				port = &probe.TCPSocket.Port
-			}
-			if port != nil && !declares(c, *port) {
-				fail("container %s: the %s probe's port %s is not a port the container declares", c.Name, kind, port.String())
-			}
-		}
+		checkProbePorts(c, fail)
 		ep, ok := Flag(c, "endpoint")
 		if !ok {
 			ep, ok = Flag(c, "csi-endpoint") // s3-controller's CSI controller service (dynamic provisioning)
@@ -189,6 +175,32 @@ func CheckPod(p Pod) []error {
 			fail("volume %s is mounted by no container", name)
 		}
 	}
+	checkCSIAddresses(spec, plugin, socket, fail)
+	return errs
+}
+
+// checkProbePorts checks that each probe of c that names a port names one c declares.
+func checkProbePorts(c corev1.Container, fail func(string, ...any)) {
+	for kind, probe := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+		if probe == nil {
+			continue
+		}
+		var port *intstr.IntOrString
+		switch {
+		case probe.HTTPGet != nil:
+			port = &probe.HTTPGet.Port
+		case probe.TCPSocket != nil:
+			port = &probe.TCPSocket.Port
+		}
+		if port != nil && !declares(c, *port) {
+			fail("container %s: the %s probe's port %s is not a port the container declares", c.Name, kind, port.String())
+		}
+	}
+}
+
+// checkCSIAddresses checks that every --csi-address of spec's containers reaches socket, the one plugin
+// serves, and that a registrar registers that socket by its host path.
+func checkCSIAddresses(spec corev1.PodSpec, plugin *corev1.Container, socket string, fail func(string, ...any)) {
 	for _, c := range spec.Containers {
 		addr, ok := Flag(c, "csi-address")
 		if !ok {
@@ -205,7 +217,6 @@ func CheckPod(p Pod) []error {
 			fail("container %s registers %s with the kubelet; the plugin's socket is %q", c.Name, reg, socket)
 		}
 	}
-	return errs
 }
 
 func declares(c corev1.Container, port intstr.IntOrString) bool {
