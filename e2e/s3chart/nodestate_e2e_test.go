@@ -127,9 +127,9 @@ func processUID(t *testing.T, pid string) string {
 	return ""
 }
 
-// checkTeardown stops the stack (versitygw and the cluster) and checks that nothing of the nodes is left on the machine: no state
-// directory, no process of a node or of a Mountpoint, no mount, and none of the FUSE connections the test's
-// mounts had.
+// checkTeardown stops the stack (versitygw and the cluster) and checks that nothing of the nodes is left on
+// the machine: no state directory, no process of a node or of a Mountpoint, no mount, and none of the FUSE
+// connections the test's mounts had.
 func checkTeardown(t *testing.T, ctx context.Context, st *s3install.Stack, fuseConns []string) {
 	t.Helper()
 	c := st.Cluster
