@@ -27,6 +27,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
@@ -49,27 +50,27 @@ var timedLine = regexp.MustCompile(`timed ([0-9.]+) ([0-9.]+)`)
 func TestBenchS3ChartMountpointRead(t *testing.T) {
 	ctx := context.Background()
 	specs := []node.Spec{{Name: "node-a", Zone: "zone-a", Taints: []string{s3api.TaintAgentNotReady + "=true:NoExecute"}}}
-	in := installChart(t, ctx, specs)
-	if err := in.s3.CreateBucket(ctx, bucket); err != nil {
+	in := s3install.ForTest(t, s3install.Options{Nodes: specs})
+	if err := in.S3.CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
 	}
 	data := make([]byte, readSize)
 	rand.New(rand.NewSource(1024)).Read(data)
-	if err := in.s3.WriteFixture(bucket, readObject, data); err != nil {
+	if err := in.S3.WriteFixture(bucket, readObject, data); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(data)
 	want := hex.EncodeToString(sum[:])
-	createVolume(t, ctx, in.client, in.s3.Endpoint, volume, nil)
+	createVolume(t, ctx, in.Client, in.S3.Endpoint, volume, nil)
 	fuse := buildS3Fuse(t, ctx)
 
 	var pod, direct []float64
 	for round := 0; round < readRounds; round++ {
 		t.Run(fmt.Sprintf("direct/round-%d", round), func(t *testing.T) {
-			direct = append(direct, readDirect(t, ctx, fuse, in.s3))
+			direct = append(direct, readDirect(t, ctx, fuse, in.S3))
 		})
 		t.Run(fmt.Sprintf("pod/round-%d", round), func(t *testing.T) {
-			pod = append(pod, readInPod(t, ctx, in.client, in.dyn, in.cluster.Nodes[0].Name, round, want))
+			pod = append(pod, readInPod(t, ctx, in.Client, in.Dynamic, in.Cluster.Nodes[0].Name, round, want))
 		})
 	}
 	med := func(xs []float64) float64 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
@@ -51,7 +52,7 @@ func nodePluginRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 		}
 	}
 	rig.Eventually(t, ctx, 3*time.Minute, "the kubelet to restart s3-plugin on "+n.Name, func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(namespace).Get(ctx, plugin.Name, metav1.GetOptions{})
+		p, err := client.CoreV1().Pods(s3install.Namespace).Get(ctx, plugin.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
@@ -106,7 +107,7 @@ func nodePluginRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 // nodePluginPod is the stowage-s3 node plugin Pod on nodeName.
 func nodePluginPod(t *testing.T, ctx context.Context, client kubernetes.Interface, nodeName string) *corev1.Pod {
 	t.Helper()
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=s3-csi-node",
+	pods, err := client.CoreV1().Pods(s3install.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=s3-csi-node",
 		FieldSelector: "spec.nodeName=" + nodeName})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 )
 
 // mount is one line of a mountinfo.
@@ -126,11 +127,12 @@ func processUID(t *testing.T, pid string) string {
 	return ""
 }
 
-// checkTeardown stops the cluster and checks that nothing of the nodes is left on the machine: no state
-// directory, no process of a node or of a Mountpoint, no mount, and none of the FUSE connections the test's
-// mounts had.
-func checkTeardown(t *testing.T, ctx context.Context, c *node.Cluster, fuseConns []string) {
+// checkTeardown stops the stack (versitygw and the cluster) and checks that nothing of the nodes is left on
+// the machine: no state directory, no process of a node or of a Mountpoint, no mount, and none of the FUSE
+// connections the test's mounts had.
+func checkTeardown(t *testing.T, ctx context.Context, st *s3install.Stack, fuseConns []string) {
 	t.Helper()
+	c := st.Cluster
 	for _, n := range c.Nodes {
 		if left := fuseMounts(t, n); len(left) > 0 {
 			t.Errorf("FUSE mounts left on %s after helm uninstall: %v", n.Name, left)
@@ -140,7 +142,7 @@ func checkTeardown(t *testing.T, ctx context.Context, c *node.Cluster, fuseConns
 	for _, n := range c.Nodes {
 		states = append(states, n.StateDir())
 	}
-	if err := c.Stop(ctx); err != nil {
+	if err := st.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	host, err := readMountinfo("/proc/self/mountinfo")

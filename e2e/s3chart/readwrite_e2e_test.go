@@ -19,6 +19,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
@@ -147,7 +148,7 @@ func checkMountpointPod(t *testing.T, ctx context.Context, client kubernetes.Int
 		t.Fatalf("Mountpoint Pod %s has %d containers, want 1", name, len(p.Spec.Containers))
 	}
 	ctr := p.Spec.Containers[0]
-	if want := "stowage/s3-mounter:" + imageTag; ctr.Image != want {
+	if want := "stowage/s3-mounter:" + s3install.ImageTag; ctr.Image != want {
 		t.Errorf("Mountpoint Pod %s runs %s, want %s", name, ctr.Image, want)
 	}
 	sc := ctr.SecurityContext

@@ -6,8 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/stowage-csi/stowage/e2e/node"
-	"github.com/stowage-csi/stowage/shared/s3api"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 )
 
 // TestE2ES3ChartOnRealNodes installs stowage-s3 with `helm install` and its default values, overriding only the
@@ -18,12 +17,8 @@ import (
 // teardown leaves no mount, FUSE connection or process.
 func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	ctx := context.Background()
-	specs := []node.Spec{
-		{Name: "node-a", Zone: "zone-a", Taints: []string{s3api.TaintAgentNotReady + "=true:NoExecute"}},
-		{Name: "node-b", Zone: "zone-b", Taints: []string{s3api.TaintAgentNotReady + "=true:NoExecute"}},
-	}
-	in := installChart(t, ctx, specs)
-	c, client, dyn, s3 := in.cluster, in.client, in.dyn, in.s3
+	st := s3install.ForTest(t, s3install.Options{})
+	c, client, dyn, s3 := st.Cluster, st.Client, st.Dynamic, st.S3
 
 	if err := s3.CreateBucket(ctx, bucket); err != nil {
 		t.Fatal(err)
@@ -48,6 +43,8 @@ func TestE2ES3ChartOnRealNodes(t *testing.T) {
 	})
 
 	// Tear down as a user would, then the nodes, and look at the machine.
-	in.uninstall(t, ctx)
-	checkTeardown(t, ctx, c, fuseConns)
+	if err := st.Uninstall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkTeardown(t, ctx, st, fuseConns)
 }

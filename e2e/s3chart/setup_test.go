@@ -5,16 +5,11 @@ package s3chart_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,180 +17,18 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/stowage-csi/stowage/e2e/helm"
 	"github.com/stowage-csi/stowage/e2e/images"
-	"github.com/stowage-csi/stowage/e2e/node"
-	"github.com/stowage-csi/stowage/e2e/node/nodetest"
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/e2e/s3server"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
 const (
-	namespace = "kube-system"
-	imageTag  = "e2e"
 	// bucket is also how the teardown finds Mountpoint processes on the machine: a name no other test uses.
 	bucket = "s3chart-e2e-bucket"
 	volume = "s3-data"
 	workNS = "default"
 )
-
-// installed is stowage-s3 installed by helm on real nodes, with versitygw as S3 on the Pod network's gateway.
-type installed struct {
-	cluster     *node.Cluster
-	client      kubernetes.Interface
-	dyn         dynamic.Interface
-	s3          *s3server.Server
-	helm        *helm.Client
-	uninstalled bool
-}
-
-// installChart starts real nodes from specs with Stowage's images, versitygw where Pods reach it, and the
-// chart's aws-secret holding its keys; installs the chart with values(); and waits for each node to register
-// the driver and for the controller and node plugins to be live. Cleanup uninstalls, unless the test did.
-func installChart(t *testing.T, ctx context.Context, specs []node.Spec) *installed {
-	t.Helper()
-	root, err := rig.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	archives, err := images.Stowage(ctx, root, t.TempDir(), imageTag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := nodetest.Start(t, specs, archives...)
-	in := &installed{cluster: c, client: c.Client()}
-	if in.dyn, err = dynamic.NewForConfig(c.RESTConfig()); err != nil {
-		t.Fatal(err)
-	}
-	// Pods reach the host only through their network's gateway.
-	in.s3 = s3server.StartOn(t, c.Network.Gateway.String())
-
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "aws-secret", Namespace: namespace},
-		StringData: map[string]string{"key_id": in.s3.AccessKey, "access_key": in.s3.SecretKey}}
-	if _, err := in.client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if in.helm, err = helm.New(ctx, c.Kubeconfig(), t.TempDir()); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := in.helm.Install(ctx, "stowage-s3", filepath.Join(root, "deploy", "helm", "stowage-s3"), namespace,
-		values(), 5*time.Minute); err != nil {
-		t.Fatalf("%v\n%s", err, c.NodeLogTail(20))
-	} else {
-		t.Logf("helm install:\n%s", out)
-	}
-	t.Cleanup(func() {
-		if in.uninstalled {
-			return
-		}
-		if _, err := in.helm.Uninstall(context.Background(), "stowage-s3", namespace); err != nil {
-			t.Errorf("helm uninstall: %v", err)
-		}
-	})
-	for _, n := range c.Nodes {
-		waitRegistered(t, ctx, in.client, n.Name)
-	}
-	checkLiveness(t, ctx, in.client, len(c.Nodes))
-	return in
-}
-
-// uninstall uninstalls the chart as a user would.
-func (in *installed) uninstall(t *testing.T, ctx context.Context) {
-	t.Helper()
-	in.uninstalled = true
-	if _, err := in.helm.Uninstall(ctx, "stowage-s3", namespace); err != nil {
-		t.Fatalf("helm uninstall: %v", err)
-	}
-}
-
-// values are the chart's defaults but for the images: assembled here, never pulled.
-func values() map[string]any {
-	image := func(name string) map[string]any {
-		return map[string]any{"repository": "stowage/" + name, "tag": imageTag, "pullPolicy": "Never"}
-	}
-	return map[string]any{
-		"image":         image("s3-node"),
-		"controller":    map[string]any{"image": image("s3-controller")},
-		"mountpointPod": map[string]any{"image": image("s3-mounter")},
-		"sidecars": map[string]any{
-			"nodeDriverRegistrar": map[string]any{"image": image("csi-node-driver-registrar")},
-			"livenessProbe":       map[string]any{"image": image("livenessprobe")},
-		},
-	}
-}
-
-// waitRegistered waits for the real kubelet to list the driver in the node's CSINode and for the startup
-// taint, which the node plugin removes once registered, to be gone.
-func waitRegistered(t *testing.T, ctx context.Context, client kubernetes.Interface, nodeName string) {
-	t.Helper()
-	rig.Eventually(t, ctx, 3*time.Minute, "the kubelet to register "+s3api.DriverName+" on "+nodeName, func(ctx context.Context) (bool, error) {
-		csiNode, err := client.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return slices.ContainsFunc(csiNode.Spec.Drivers, func(d storagev1.CSINodeDriver) bool {
-			return d.Name == s3api.DriverName && d.NodeID == nodeName
-		}), nil
-	})
-	rig.Eventually(t, ctx, 2*time.Minute, "the startup taint to leave "+nodeName, func(ctx context.Context) (bool, error) {
-		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == s3api.TaintAgentNotReady }), nil
-	})
-}
-
-// checkLiveness checks that the controller's Deployment and the node plugin's DaemonSet are available, asks
-// each node plugin Pod's liveness endpoint, the one the kubelet probes, for an answer of 200 (the
-// livenessprobe sidecar calls the plugin's Probe), and checks that the kubelet found every container of the
-// Pod Ready without a restart.
-func checkLiveness(t *testing.T, ctx context.Context, client kubernetes.Interface, nodes int) {
-	t.Helper()
-	dep, err := client.AppsV1().Deployments(namespace).Get(ctx, "s3-csi-controller", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if dep.Status.AvailableReplicas != 1 {
-		t.Errorf("Deployment s3-csi-controller has %d available replicas, want 1", dep.Status.AvailableReplicas)
-	}
-	ds, err := client.AppsV1().DaemonSets(namespace).Get(ctx, "s3-csi-node", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if int(ds.Status.NumberReady) != nodes || int(ds.Status.NumberAvailable) != nodes {
-		t.Errorf("DaemonSet s3-csi-node has %d ready and %d available Pods, want %d", ds.Status.NumberReady, ds.Status.NumberAvailable, nodes)
-	}
-	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=s3-csi-node"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(pods.Items) != nodes {
-		t.Fatalf("%d node plugin Pods, want one on each of %d nodes", len(pods.Items), nodes)
-	}
-	for _, p := range pods.Items {
-		url := fmt.Sprintf("http://%s:9808/healthz", p.Status.PodIP)
-		rig.Eventually(t, ctx, time.Minute, "GET "+url+" of "+p.Name+" to answer 200", func(ctx context.Context) (bool, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			if err != nil {
-				return false, err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return false, err
-			}
-			defer resp.Body.Close()
-			_, _ = io.Copy(io.Discard, resp.Body)
-			return resp.StatusCode == http.StatusOK, nil
-		})
-		for _, cs := range p.Status.ContainerStatuses {
-			if !cs.Ready || cs.RestartCount != 0 {
-				t.Errorf("container %s of %s: ready %v, %d restarts", cs.Name, p.Name, cs.Ready, cs.RestartCount)
-			}
-		}
-	}
-}
 
 // createVolume creates a static PV for the bucket with the S3 server's endpoint in its mount options (as
 // upstream documents for S3-compatible servers), plus extra, and a claim bound to it.

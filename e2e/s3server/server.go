@@ -66,11 +66,17 @@ func StartOn(t testing.TB, host string) *Server {
 // StartIn builds (if needed) and starts versitygw with its data and log under dir, for callers that are not
 // tests (the demo); Stop ends it.
 func StartIn(ctx context.Context, dir string) (*Server, error) {
+	return StartInOn(ctx, dir, "127.0.0.1")
+}
+
+// StartInOn is StartIn listening on host: an install on real nodes, whose Pods reach the host only through
+// their network's gateway, starts it there without a test.
+func StartInOn(ctx context.Context, dir, host string) (*Server, error) {
 	bin, err := Binary(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return start(bin, dir, "127.0.0.1")
+	return start(bin, dir, host)
 }
 
 func randomHex(n int) string {
