@@ -1,6 +1,6 @@
-// Package demo is `devcluster demo`: it brings the whole EBS storage stack up on this machine (package
-// ebsstack) at EC2's real time scale and walks volumes through their life with the same scenarios the
-// end-to-end test runs, then the S3 driver on its own stack (package s3stack): two Pods sharing one
+// Package demo is `devcluster demo`: it installs the EBS driver's chart on real nodes on this machine
+// (package ebsinstall; with --without, Stowage's binaries as processes, package ebsstack) at EC2's real time
+// scale and walks volumes through their life with the same scenarios the end-to-end tests run, then the S3 driver on its own stack (package s3stack): two Pods sharing one
 // Mountpoint Pod. It prints a line per step and a summary table.
 package demo
 
@@ -33,12 +33,13 @@ type Options struct {
 	// TimeScale is the emulated EC2's; 1 is EC2's real delays.
 	TimeScale float64
 	// Without names sidecars the demo does not start (see ebsstack.Sidecars); it prints how to run yours.
+	// The EBS part then runs on ebsstack's processes, which your sidecar joins, instead of real nodes.
 	Without []string
 	// Out gets the progress lines, the steps and the summary.
 	Out io.Writer
 }
 
-// Run starts the EBS stack, runs its scenarios, then starts the S3 stack and runs the S3 scenario, and tears
+// Run installs the EBS stack, runs its scenarios, then starts the S3 stack and runs the S3 scenario, and tears
 // everything down (at once, or when ctx ends if
 // Keep). The error names the failing step.
 func Run(ctx context.Context, opts Options) (err error) {
@@ -67,37 +68,28 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	start := time.Now()
 	fmt.Fprintf(out, "Stowage demo: the EBS and S3 CSI stacks on this machine (component logs: %s)\n", logPath)
-	// Every Stowage sidecar runs: the snapshot scenario needs csi-snapshotter and snapshot-controller, the
-	// expand-and-modify one csi-resizer.
-	with := append([]string{"csi-resizer"}, ebsstack.SnapshotSidecars...)
-	s, err := ebsstack.Start(ctx, ebsstack.Options{TimeScale: opts.TimeScale, Dir: opts.Dir, Without: opts.Without, With: with, Progress: func(f string, a ...any) {
+	ebs, err := startEBS(ctx, opts, out, func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
-	}})
+	})
 	if err != nil {
 		return fmt.Errorf("start the stack: %w", err)
 	}
 	defer func() {
-		fmt.Fprintln(out, "==> Tearing down: kubelets unmount, processes stop, loop devices released, control plane stops")
-		if stopErr := s.Stop(); stopErr != nil {
+		fmt.Fprintln(out, "==> Tearing down: the chart and its Pods go, volumes are unmounted and detached, nodes and control plane stop")
+		if stopErr := ebs.stop(context.WithoutCancel(ctx)); stopErr != nil {
 			err = errors.Join(err, fmt.Errorf("tear down: %w", stopErr))
 			return
 		}
 		fmt.Fprintln(out, "==> Nothing left running")
 	}()
 
-	for _, name := range opts.Without {
-		module := map[string]string{"csi-provisioner": "provisioner", "csi-attacher": "attacher"}[name]
-		fmt.Fprintf(out, "==> %s is left out; the scenarios wait (up to %s per step) for yours. From the repository root, run:\n\n"+
-			"  (cd %s && %s go run ./cmd/%s %s)\n\n", name, ebsstack.StepTimeout, module, strings.Join(s.SidecarEnv(name), " "), name,
-			strings.Join(s.SidecarArgs(name), " "))
-	}
 	report := ebsstack.NewReport(out)
-	l, err := ebsstack.NewLifecycle(s, report)
+	l, err := ebsstack.NewLifecycleOn(ebs.platform, report)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "==> Nodes: %s and %s in %s, %s in %s; EC2 delays at %gx real time\n",
-		l.NodeA, l.NodeB, s.Nodes[l.NodeA].Spec.Zone, l.NodeC, s.Nodes[l.NodeC].Spec.Zone, opts.TimeScale)
+		l.NodeA, l.NodeB, ebs.platform.Node(l.NodeA).Zone(), l.NodeC, ebs.platform.Node(l.NodeC).Zone(), opts.TimeScale)
 	var failed error
 	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete, l.EphemeralVolumes, l.ExpandModify} {
 		if failed = scenario(ctx); failed != nil {
@@ -142,7 +134,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	fmt.Fprintln(out)
 	report.Summary(out)
 	if failed != nil {
-		fmt.Fprintf(logFile, "\n%s", s.LogTails(80))
+		fmt.Fprintf(logFile, "\n%s", ebs.logTails(80))
 		for _, s3 := range s3Stacks {
 			fmt.Fprintf(logFile, "\n%s", s3.LogTails(80))
 		}
@@ -155,11 +147,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	for _, s3 := range s3Stacks {
 		fmt.Fprintf(out, "\nAn S3 stack keeps running too (its own control plane): KUBECONFIG=%s kubectl get pv,pvc,s3pa,pods -A\n", s3.Cluster.Kubeconfig())
 	}
-	return keep(ctx, s, l, out)
+	return keep(ctx, ebs, l, out)
 }
 
 // keep leaves a volume in use on node A and waits for Ctrl-C.
-func keep(ctx context.Context, s *ebsstack.Stack, l *ebsstack.Lifecycle, out io.Writer) error {
+func keep(ctx context.Context, ebs *ebsPart, l *ebsstack.Lifecycle, out io.Writer) error {
 	if err := l.KeepInUse(ctx); err != nil {
 		return err
 	}
@@ -171,8 +163,8 @@ The stack keeps running until Ctrl-C. In another shell:
   kubectl get pv,pvc,volumeattachments,pods -o wide
   curl -s %s/debug/state    # the emulated EC2: volumes, attachments, loop devices
 
-Component logs: %s/logs and %s/cluster/logs
-`, s.Kubeconfig(), s.EC2.URL(), s.Dir, s.Dir)
+Component logs: %s
+`, ebs.kubeconfig, ebs.ec2URL, ebs.logs)
 	<-ctx.Done()
 	fmt.Fprintln(out)
 	return nil
