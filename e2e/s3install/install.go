@@ -196,7 +196,7 @@ func (s *Stack) install(ctx context.Context, root string) error {
 	s.opts.Progress("helm install %s", Release)
 	s.installed = true
 	out, err := s.helm.Install(ctx, Release, filepath.Join(root, "deploy", "helm", "stowage-s3"), Namespace,
-		mergeValues(values(), s.opts.Values), s.opts.InstallTimeout)
+		helm.MergeValues(values(), s.opts.Values), s.opts.InstallTimeout)
 	if err != nil {
 		// The nodes' logs too: the teardown that follows removes them, and a Pod that never started says why
 		// only there (an image not imported, a sandbox that failed).
@@ -211,7 +211,7 @@ func (s *Stack) install(ctx context.Context, root string) error {
 func (s *Stack) diagnosis(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	return diagnose(ctx, s.Client, Namespace, podSelector)
+	return rig.PodDiagnosis(ctx, s.Client, Namespace)
 }
 
 // ForTest is Start for one test: it fails t if the start fails, and when t ends logs the control plane's and

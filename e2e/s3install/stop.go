@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stowage-csi/stowage/e2e/rig"
 	"os"
 	"strings"
 
@@ -25,7 +26,7 @@ func (s *Stack) Uninstall(ctx context.Context) error {
 		return fmt.Errorf("helm uninstall %s: %w", Release, err)
 	}
 	// Before the nodes stop: a container still exiting would be in a cgroup the node's teardown removes.
-	err := poll(ctx, s.opts.InstallTimeout, "the install's Pods to go", func(ctx context.Context) (bool, error) {
+	err := rig.WaitFor(ctx, s.opts.InstallTimeout, "the install's Pods to go", func(ctx context.Context) (bool, error) {
 		pods, err := s.Client.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: podSelector})
 		if err != nil {
 			return false, err

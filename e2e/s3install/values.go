@@ -15,17 +15,3 @@ func values() map[string]any {
 		},
 	}
 }
-
-// mergeValues sets over's values on base, descending into the maps both have, as helm merges values files.
-func mergeValues(base, over map[string]any) map[string]any {
-	for k, v := range over {
-		b, bok := base[k].(map[string]any)
-		o, ook := v.(map[string]any)
-		if bok && ook {
-			base[k] = mergeValues(b, o)
-			continue
-		}
-		base[k] = v
-	}
-	return base
-}

@@ -12,34 +12,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
-// poll is rig.Eventually returning an error instead of failing a test: cond's errors are kept and polling
-// goes on, since objects of a real cluster appear and disappear under it.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func(context.Context) (bool, error)) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, rig.PollInterval, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting %s for %s: %w (last error: %v)", timeout, what, err, last)
-	}
-	return nil
-}
-
 // waitRegistered waits for the real kubelet to list the driver in the node's CSINode and for the startup
 // taint, which the node plugin removes once registered, to be gone.
 func waitRegistered(ctx context.Context, client kubernetes.Interface, nodeName string, timeout time.Duration) error {
-	err := poll(ctx, timeout, "the kubelet to register "+s3api.DriverName+" on "+nodeName, func(ctx context.Context) (bool, error) {
+	err := rig.WaitFor(ctx, timeout, "the kubelet to register "+s3api.DriverName+" on "+nodeName, func(ctx context.Context) (bool, error) {
 		csiNode, err := client.StorageV1().CSINodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -51,7 +33,7 @@ func waitRegistered(ctx context.Context, client kubernetes.Interface, nodeName s
 	if err != nil {
 		return err
 	}
-	return poll(ctx, timeout, "the startup taint to leave "+nodeName, func(ctx context.Context) (bool, error) {
+	return rig.WaitFor(ctx, timeout, "the startup taint to leave "+nodeName, func(ctx context.Context) (bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err
@@ -89,7 +71,7 @@ func checkLiveness(ctx context.Context, client kubernetes.Interface, nodes int) 
 	}
 	for _, p := range pods.Items {
 		url := fmt.Sprintf("http://%s:9808/healthz", p.Status.PodIP)
-		if err := poll(ctx, time.Minute, "GET "+url+" of "+p.Name+" to answer 200", func(ctx context.Context) (bool, error) {
+		if err := rig.WaitFor(ctx, time.Minute, "GET "+url+" of "+p.Name+" to answer 200", func(ctx context.Context) (bool, error) {
 			return healthy(ctx, url)
 		}); err != nil {
 			errs = append(errs, err)
