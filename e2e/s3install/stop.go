@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stowage-csi/stowage/e2e/rig"
 	"os"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // podSelector selects the install's Pods: the chart labels them by app only, as upstream's does.
