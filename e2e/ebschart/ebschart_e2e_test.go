@@ -48,31 +48,7 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"provision", l.Provision},
-		{"move", l.Move},
-		{"xfs and block", l.FilesystemsAndBlock},
-		{"snapshot and restore", l.SnapshotRestore},
-		{"delete", l.Delete},
-		{"bad parameter", l.BadParameter},
-		{"generic ephemeral volumes", l.EphemeralVolumes},
-		{"expand and modify", l.ExpandModify},
-	} {
-		passed := t.Run(sc.name, func(t *testing.T) {
-			if err := sc.run(ctx); err != nil {
-				t.Fatalf("scenario %s: %v", sc.name, err)
-			}
-		})
-		if !passed {
-			break
-		}
-	}
-	var summary strings.Builder
-	report.Summary(&summary)
-	t.Logf("steps:%s\n%s", out.String(), summary.String())
+	ebsstack.RunScenarios(t, ctx, l.TestScenarios(ebsstack.Scenario{Name: "move", Run: l.Move}), report, &out)
 	if t.Failed() {
 		return
 	}

@@ -32,31 +32,8 @@ func TestE2EEBSLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range []struct {
-		name string
-		run  func(context.Context) error
-	}{
-		{"provision", l.Provision},
-		{"move while node A's pre-stop hook waits", func(ctx context.Context) error { return withPreStopHook(ctx, s.Stack, l.NodeA, l.Move) }},
-		{"xfs and block", l.FilesystemsAndBlock},
-		{"snapshot and restore", l.SnapshotRestore},
-		{"delete", l.Delete},
-		{"bad parameter", l.BadParameter},
-		{"generic ephemeral volumes", l.EphemeralVolumes},
-		{"expand and modify", l.ExpandModify},
-	} {
-		passed := t.Run(sc.name, func(t *testing.T) {
-			if err := sc.run(ctx); err != nil {
-				t.Fatalf("scenario %s: %v", sc.name, err)
-			}
-		})
-		if !passed {
-			break
-		}
-	}
-	var summary strings.Builder
-	report.Summary(&summary)
-	t.Logf("steps:%s\n%s", out.String(), summary.String())
+	move := Scenario{"move while node A's pre-stop hook waits", func(ctx context.Context) error { return withPreStopHook(ctx, s.Stack, l.NodeA, l.Move) }}
+	RunScenarios(t, ctx, l.TestScenarios(move), report, &out)
 
 	s.stopLeavesNothing(t)
 	if _, err := os.Stat(s.dir); err != nil {

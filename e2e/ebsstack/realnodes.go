@@ -1,7 +1,6 @@
 package ebsstack
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -20,6 +19,7 @@ import (
 	"github.com/stowage-csi/stowage/e2e/ebsinstall"
 	"github.com/stowage-csi/stowage/e2e/ec2sim"
 	"github.com/stowage-csi/stowage/e2e/node"
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 const (
@@ -163,24 +163,8 @@ func (n *realNode) CSIMountsLeft() ([]string, error) {
 	if n.n.Pid() == 0 {
 		return nil, errors.New("node " + n.n.Name + " is not running")
 	}
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", n.n.Pid()))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := fields[4]
+	return rig.MountPoints(fmt.Sprintf("/proc/%d/mountinfo", n.n.Pid()), func(mp string) bool {
 		inPod := strings.HasPrefix(mp, kubeletRoot+"/pods/") && strings.Contains(mp, "/"+csiVolumeDir+"/")
-		if inPod || strings.HasPrefix(mp, csiPluginDir+"/") {
-			out = append(out, mp)
-		}
-	}
-	return out, sc.Err()
+		return inPod || strings.HasPrefix(mp, csiPluginDir+"/")
+	})
 }

@@ -33,17 +33,3 @@ func TestKubeletPathLayout(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountPath(t *testing.T) {
-	for in, want := range map[string]string{
-		`/a/b`:          "/a/b",
-		`/a\040b`:       "/a b",
-		`/tab\011x`:     "/tab\tx",
-		`/back\134sl`:   `/back\sl`,
-		`/trailing\04`:  `/trailing\04`,
-		`/not\xyzoctal`: `/not\xyzoctal`,
-	} {
-		if got := unescapeMountPath(in); got != want {
-			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

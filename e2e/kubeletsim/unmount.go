@@ -1,63 +1,26 @@
 package kubeletsim
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/stowage-csi/stowage/e2e/rig"
 )
 
 // MountsUnder lists the mount points at or below dir, deepest first (from /proc/self/mountinfo).
 func MountsUnder(dir string) ([]string, error) {
 	dir = filepath.Clean(dir)
-	f, err := os.Open("/proc/self/mountinfo")
+	out, err := rig.MountPoints("/proc/self/mountinfo", func(mp string) bool { return mp == dir || strings.HasPrefix(mp, dir+"/") })
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountPath(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out, nil
-}
-
-// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space and so on).
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var c byte
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &c); err == nil {
-				b.WriteByte(c)
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // unmountAll unmounts everything mounted at or below dir, deepest first: the safety net of Stop for
