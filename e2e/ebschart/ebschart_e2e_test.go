@@ -20,7 +20,8 @@ import (
 // runs on them: the Pods are real containers and the kubelet calls NodeStage, NodePublish and
 // NodeExpandVolume. It ends with no volume in EC2 and no CSI mount on any node. Move runs without the
 // pre-stop hook of the process test (TestE2EEBSLifecycle): holding a node plugin's pre-stop needs the plugin
-// as a process of the test, and no node is drained here. Then three broken installs on the same nodes each
+// as a process of the test, and no node is drained here. Then the containers that serve claims in flight are
+// killed (containersKilled), and three broken installs on the same nodes each
 // fail with the reason the API server or the kubelet gave. After the teardown no loop device or mount of
 // the run is left on the host.
 func TestE2EEBSChartOnRealNodes(t *testing.T) {
@@ -60,6 +61,7 @@ func TestE2EEBSChartOnRealNodes(t *testing.T) {
 			t.Errorf("CSI mounts left on %s: %v (%v)", name, mounts, err)
 		}
 	}
+	t.Run("ContainersKilled", func(t *testing.T) { containersKilled(t, ctx, s, p) })
 
 	// The install's checks are what every test on these nodes stands on: a node plugin the kubelet cannot
 	// register, and chart values that keep the node Pod from starting, must each fail the install with what

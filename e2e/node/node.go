@@ -253,6 +253,19 @@ func (n *Node) ImportImage(ctx context.Context, archive string) error {
 	return nil
 }
 
+// KillContainer sends SIGKILL to a container of the node's containerd, as an OOM kill or a crash would end
+// it; the kubelet then restarts it as the Pod's restartPolicy says. id is the container's ID, with or without
+// the "containerd://" of a Pod's containerStatuses.
+func (n *Node) KillContainer(ctx context.Context, id string) error {
+	id = strings.TrimPrefix(id, "containerd://")
+	out, err := exec.CommandContext(ctx, n.ctr, "--address", n.layout.socket, "--namespace", "k8s.io",
+		"tasks", "kill", "--signal", "SIGKILL", id).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kill container %s on node %s: %w: %s", id, n.Name, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
 // failure describes why the node is not usable, with the tails of its logs.
 func (n *Node) failure(msg string, err error) error {
 	return fmt.Errorf("node %s %s: %w\n%s", n.Name, msg, err, n.logTails(30))
