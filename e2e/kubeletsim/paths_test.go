@@ -32,4 +32,3 @@ func TestKubeletPathLayout(t *testing.T) {
 		t.Errorf("sha256Hex(abc) = %s", got)
 	}
 }
-
