@@ -93,6 +93,10 @@ func s3Dynamic(ctx context.Context, st *s3install.Stack, report *ebsstack.Report
 			if err := deleteS3Pods(ctx, st, s3DynPod); err != nil {
 				return "", err
 			}
+			// The Mountpoint Pod goes before the claim: the volume it serves is the claim's.
+			if err := waitMountpointPodsGone(ctx, st); err != nil {
+				return "", err
+			}
 			if err := st.Client.CoreV1().PersistentVolumeClaims(s3NS).Delete(ctx, s3DynClaim, metav1.DeleteOptions{}); err != nil {
 				return "", err
 			}
@@ -113,7 +117,7 @@ func s3Dynamic(ctx context.Context, st *s3install.Stack, report *ebsstack.Report
 			if !slices.Equal(keys, []string{keep}) {
 				return "", fmt.Errorf("bucket %s holds %v after the claim's deletion, want only %s", s3DynBucket, keys, keep)
 			}
-			return fmt.Sprintf("Pod and PVC deleted: PV %s gone, the objects under %s deleted (deleteObjectsOnDelete), %s kept", pv.Name, prefix, keep), nil
+			return fmt.Sprintf("Pod deleted, its Mountpoint Pod gone; PVC deleted: PV %s gone, the objects under %s deleted (deleteObjectsOnDelete), %s kept", pv.Name, prefix, keep), nil
 		}},
 	}
 	return runSteps(ctx, report, steps)
