@@ -71,8 +71,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	fmt.Fprintf(out, "Stowage demo: the EBS and S3 CSI stacks on this machine (component logs: %s)\n", logPath)
 	report := ebsstack.NewReport(out)
 	// One cluster of real nodes runs on the machine at a time (a lock): the S3 install waits for the EBS
-	// one's teardown, and with --keep, whose EBS cluster stays, it goes first.
-	s3First := opts.Keep && len(opts.Without) == 0
+	// one's teardown, and with --keep, whose EBS stack stays, it goes first.
+	s3First := opts.Keep
 	var failed error
 	if s3First {
 		if failed = runS3(ctx, opts, out, start, report, logFile); failed != nil {
@@ -86,7 +86,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	})
 	if err != nil {
-		return errors.Join(failed, fmt.Errorf("start the stack: %w", err))
+		return fmt.Errorf("start the stack: %w", err)
 	}
 	ebsUp := true
 	stopEBS := func() error {
@@ -95,7 +95,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		if err := ebs.stop(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("tear down: %w", err)
 		}
-		fmt.Fprintln(out, "==> Nothing left running")
+		fmt.Fprintln(out, "==> Nothing of the EBS stack left running")
 		return nil
 	}
 	defer func() {
