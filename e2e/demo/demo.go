@@ -1,7 +1,9 @@
 // Package demo is `devcluster demo`: it installs the EBS driver's chart on real nodes on this machine
 // (package ebsinstall; with --without, Stowage's binaries as processes, package ebsstack) at EC2's real time
-// scale and walks volumes through their life with the same scenarios the end-to-end tests run, then the S3 driver on its own stack (package s3stack): two Pods sharing one
-// Mountpoint Pod. It prints a line per step and a summary table.
+// scale and walks volumes through their life with the same scenarios the end-to-end tests run, then installs
+// the S3 driver's chart on a real node (package s3install): two Pods sharing one Mountpoint Pod, dynamic
+// provisioning; the inline volume with pod-level credentials still runs on the S3 process stack (package
+// s3stack). It prints a line per step and a summary table.
 package demo
 
 import (
@@ -21,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/stowage-csi/stowage/e2e/ebsstack"
-	"github.com/stowage-csi/stowage/e2e/s3stack"
 )
 
 // Options configure Run.
@@ -39,9 +40,9 @@ type Options struct {
 	Out io.Writer
 }
 
-// Run installs the EBS stack, runs its scenarios, then starts the S3 stack and runs the S3 scenario, and tears
-// everything down (at once, or when ctx ends if
-// Keep). The error names the failing step.
+// Run installs the EBS stack and runs its scenarios, tears it down, then installs the S3 chart on a real node
+// for the S3 scenarios (and the S3 process stack for the inline volume one), and tears everything down; with
+// Keep, the S3 scenarios run first and the EBS stack stays until ctx ends. The error names the failing step.
 func Run(ctx context.Context, opts Options) (err error) {
 	out := opts.Out
 	if out == nil {
@@ -68,86 +69,99 @@ func Run(ctx context.Context, opts Options) (err error) {
 
 	start := time.Now()
 	fmt.Fprintf(out, "Stowage demo: the EBS and S3 CSI stacks on this machine (component logs: %s)\n", logPath)
+	report := ebsstack.NewReport(out)
+	// One cluster of real nodes runs on the machine at a time (a lock): the S3 install waits for the EBS
+	// one's teardown, and with --keep, whose EBS stack stays, it goes first.
+	s3First := opts.Keep
+	var failed error
+	if s3First {
+		if failed = runS3(ctx, opts, out, start, report, logFile); failed != nil {
+			fmt.Fprintln(out)
+			report.Summary(out)
+			fmt.Fprintf(out, "\nThe last lines of every component's log are in %s\n", logPath)
+			return failed
+		}
+	}
 	ebs, err := startEBS(ctx, opts, out, func(f string, a ...any) {
 		fmt.Fprintf(out, "==> "+f+" [%s]\n", append(a, ebsstack.FormatDuration(time.Since(start)))...)
 	})
 	if err != nil {
 		return fmt.Errorf("start the stack: %w", err)
 	}
-	defer func() {
+	ebsUp := true
+	stopEBS := func() error {
+		ebsUp = false
 		fmt.Fprintln(out, "==> Tearing down: the chart and its Pods go, volumes are unmounted and detached, nodes and control plane stop")
-		if stopErr := ebs.stop(context.WithoutCancel(ctx)); stopErr != nil {
-			err = errors.Join(err, fmt.Errorf("tear down: %w", stopErr))
-			return
+		if err := ebs.stop(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("tear down: %w", err)
 		}
-		fmt.Fprintln(out, "==> Nothing left running")
+		fmt.Fprintln(out, "==> Nothing of the EBS stack left running")
+		return nil
+	}
+	defer func() {
+		if ebsUp {
+			err = errors.Join(err, stopEBS())
+		}
 	}()
 
-	report := ebsstack.NewReport(out)
 	l, err := ebsstack.NewLifecycleOn(ebs.platform, report)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "==> Nodes: %s and %s in %s, %s in %s; EC2 delays at %gx real time\n",
 		l.NodeA, l.NodeB, ebs.platform.Node(l.NodeA).Zone(), l.NodeC, ebs.platform.Node(l.NodeC).Zone(), opts.TimeScale)
-	var failed error
 	for _, scenario := range []func(context.Context) error{l.Provision, l.Move, l.FilesystemsAndBlock, l.SnapshotRestore, l.Delete, l.EphemeralVolumes, l.ExpandModify} {
 		if failed = scenario(ctx); failed != nil {
 			break
 		}
 	}
-	// The S3 scenarios: static and dynamic volumes on one stack, then the inline volume on a stack whose
-	// S3 server keeps accounts and has the STS stand-in beside it.
-	var s3Stacks []*s3stack.Stack
-	for _, part := range []struct {
-		dir       string
-		sts       bool
-		scenarios []func(context.Context, *s3stack.Stack, *ebsstack.Report) error
-	}{
-		{"s3-stack", false, []func(context.Context, *s3stack.Stack, *ebsstack.Report) error{s3Sharing, s3Dynamic}},
-		{"s3-sts-stack", true, []func(context.Context, *s3stack.Stack, *ebsstack.Report) error{s3Inline}},
-	} {
-		if failed != nil {
-			break
+	if failed != nil {
+		fmt.Fprintf(logFile, "\n%s", ebs.logTails(80))
+	}
+	if !s3First && failed == nil {
+		if err := stopEBS(); err != nil {
+			return err
 		}
-		s3, stopS3, startErr := startS3(ctx, opts, out, start, part.dir, part.sts)
-		failed = startErr
-		if s3 != nil {
-			s3Stacks = append(s3Stacks, s3)
-		}
-		for _, scenario := range part.scenarios {
-			if failed != nil {
-				break
-			}
-			failed = scenario(ctx, s3, report)
-		}
-		if stopS3 != nil {
-			// Deferred after the EBS stack's teardown, so it runs first; with --keep the stacks stay up
-			// until Ctrl-C with the EBS one.
-			defer func() {
-				if stopErr := stopS3(); stopErr != nil {
-					err = errors.Join(err, fmt.Errorf("tear down the S3 stack: %w", stopErr))
-				}
-			}()
-		}
+		failed = runS3(ctx, opts, out, start, report, logFile)
 	}
 	fmt.Fprintln(out)
 	report.Summary(out)
 	if failed != nil {
-		fmt.Fprintf(logFile, "\n%s", ebs.logTails(80))
-		for _, s3 := range s3Stacks {
-			fmt.Fprintf(logFile, "\n%s", s3.LogTails(80))
-		}
 		fmt.Fprintf(out, "\nThe last lines of every component's log are in %s\n", logPath)
 		return failed
 	}
 	if !opts.Keep {
 		return nil
 	}
-	for _, s3 := range s3Stacks {
-		fmt.Fprintf(out, "\nAn S3 stack keeps running too (its own control plane): KUBECONFIG=%s kubectl get pv,pvc,s3pa,pods -A\n", s3.Cluster.Kubeconfig())
-	}
 	return keep(ctx, ebs, l, out)
+}
+
+// runS3 runs the S3 scenarios: the sharing and dynamic provisioning ones on a real node with the chart
+// installed, then the inline volume one on the process stack. Each is torn down after its scenarios; when
+// one failed, its components' last log lines go to logs first.
+func runS3(ctx context.Context, opts Options, out io.Writer, start time.Time, report *ebsstack.Report, logs io.Writer) error {
+	st, stop, err := startS3OnNodes(ctx, opts, out, start)
+	if err != nil {
+		return err
+	}
+	failed := s3Sharing(ctx, st, report)
+	if failed == nil {
+		failed = s3Dynamic(ctx, st, report)
+	}
+	if failed != nil {
+		fmt.Fprintf(logs, "\n%s\n%s", st.Cluster.LogTail(80), st.Cluster.NodeLogTail(80))
+	}
+	if err := stop(); err != nil || failed != nil {
+		return errors.Join(failed, err)
+	}
+	s, stopSTS, err := startS3STS(ctx, opts, out, start, "s3-sts-stack")
+	if err != nil {
+		return err
+	}
+	if failed = s3Inline(ctx, s, report); failed != nil {
+		fmt.Fprintf(logs, "\n%s", s.LogTails(80))
+	}
+	return errors.Join(failed, stopSTS())
 }
 
 // keep leaves a volume in use on node A and waits for Ctrl-C.

@@ -61,6 +61,9 @@ type Options struct {
 	// InstallTimeout bounds helm install's wait for the release's workloads, and Stop's for its Pods to go
 	// (default 5 minutes).
 	InstallTimeout time.Duration
+	// Provisioner enables the chart's dynamic provisioning (sidecars.provisioner.enabled) with s3-controller
+	// pointed at versitygw, whose endpoint exists only once Start runs it (provisionerValues).
+	Provisioner bool
 	// RegisterTimeout bounds each node's wait for the kubelet to register the driver and for the startup
 	// taint to leave (default 3 minutes).
 	RegisterTimeout time.Duration
@@ -194,9 +197,13 @@ func (s *Stack) install(ctx context.Context, root string) error {
 		return fmt.Errorf("build helm: %w", err)
 	}
 	s.opts.Progress("helm install %s", Release)
+	vals := values()
+	if s.opts.Provisioner {
+		vals = helm.MergeValues(vals, provisionerValues(s.S3.Endpoint))
+	}
 	s.installed = true
 	out, err := s.helm.Install(ctx, Release, filepath.Join(root, "deploy", "helm", "stowage-s3"), Namespace,
-		helm.MergeValues(values(), s.opts.Values), s.opts.InstallTimeout)
+		helm.MergeValues(vals, s.opts.Values), s.opts.InstallTimeout)
 	if err != nil {
 		// The nodes' logs too: the teardown that follows removes them, and a Pod that never started says why
 		// only there (an image not imported, a sandbox that failed).
