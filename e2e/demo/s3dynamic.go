@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,7 +108,7 @@ func s3Dynamic(ctx context.Context, st *s3install.Stack, report *ebsstack.Report
 			if err != nil {
 				return "", err
 			}
-			keys, err := listS3Keys(ctx, st, s3DynBucket)
+			keys, err := st.S3.ListKeys(ctx, s3DynBucket, "")
 			if err != nil {
 				return "", err
 			}
@@ -121,21 +119,4 @@ func s3Dynamic(ctx context.Context, st *s3install.Stack, report *ebsstack.Report
 		}},
 	}
 	return runSteps(ctx, report, steps)
-}
-
-// listS3Keys lists a bucket's keys, sorted.
-func listS3Keys(ctx context.Context, st *s3install.Stack, bucket string) ([]string, error) {
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(st.S3.Client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	slices.Sort(keys)
-	return keys, nil
 }

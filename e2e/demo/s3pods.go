@@ -1,10 +1,8 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -130,21 +128,9 @@ func waitMountpointPodsGone(ctx context.Context, st *s3install.Stack) error {
 // nodeMountsUnder lists the mount points at or under dir in the real node's mount namespace, which the
 // node's first process shows in its mountinfo.
 func nodeMountsUnder(n *node.Node, dir string) ([]string, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mountinfo", n.Pid()))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Field 5 is the mount point.
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
-			out = append(out, fields[4])
-		}
-	}
-	return out, sc.Err()
+	return rig.MountPoints(fmt.Sprintf("/proc/%d/mountinfo", n.Pid()), func(mp string) bool {
+		return mp == dir || strings.HasPrefix(mp, dir+"/")
+	})
 }
 
 // createStaticS3Volume creates a static PV for the bucket with the S3 server's endpoint in its mount options,

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -232,4 +233,21 @@ func (s *Server) WriteFixture(bucket, key string, data []byte) error {
 		return err
 	}
 	return os.WriteFile(p, data, 0o644)
+}
+
+// ListKeys lists a bucket's keys under prefix ("" for all), sorted.
+func (s *Server) ListKeys(ctx context.Context, bucket, prefix string) ([]string, error) {
+	var keys []string
+	p := s3.NewListObjectsV2Paginator(s.Client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+	}
+	slices.Sort(keys)
+	return keys, nil
 }

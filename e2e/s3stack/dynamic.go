@@ -3,10 +3,7 @@ package s3stack
 import (
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -70,17 +67,5 @@ func (s *Stack) DeleteClaim(ctx context.Context, claim, pv string) error {
 
 // ListKeys lists a bucket's keys under prefix, sorted.
 func (s *Stack) ListKeys(ctx context.Context, bucket, prefix string) ([]string, error) {
-	var keys []string
-	p := s3.NewListObjectsV2Paginator(s.S3.Client, &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String(prefix)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, aws.ToString(o.Key))
-		}
-	}
-	slices.Sort(keys)
-	return keys, nil
+	return s.S3.ListKeys(ctx, bucket, prefix)
 }
