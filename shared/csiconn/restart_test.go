@@ -73,8 +73,12 @@ func follow(t *testing.T, c *Conn) *following {
 		cancel()
 		<-f.ended
 	})
+	// FollowRestarts counts itself before it identifies the driver: a driver replaced in between would be
+	// the one it follows. Its first calls record the driver's name, unless the test learnt it before.
 	testutil.Eventually(t, 30*time.Second, "FollowRestarts to identify the driver", func() (bool, error) {
-		return c.following.Load() == 1, nil
+		c.learnt.mu.Lock()
+		defer c.learnt.mu.Unlock()
+		return c.following.Load() == 1 && c.learnt.name, nil
 	})
 	return f
 }
