@@ -125,7 +125,7 @@ func s3Sharing(ctx context.Context, st *s3install.Stack, report *ebsstack.Report
 			return fmt.Sprintf("Pods %s and %s Running on real node %s (busybox), PVC %s mounted through FUSE", s3Apps[0], s3Apps[1], s3Node, s3Volume), nil
 		}},
 		{"one Mountpoint Pod", func(ctx context.Context) (string, error) {
-			atts, err := s3Attachments(ctx, st)
+			atts, err := s3install.ListAttachments(ctx, st.Dynamic)
 			if err != nil {
 				return "", err
 			}

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/stowage-csi/stowage/e2e/images"
 	"github.com/stowage-csi/stowage/e2e/node"
@@ -73,21 +72,6 @@ func waitS3PodLog(ctx context.Context, st *s3install.Stack, name, want string) e
 	return nil
 }
 
-// s3Attachments lists the MountpointS3PodAttachments.
-func s3Attachments(ctx context.Context, st *s3install.Stack) ([]s3api.MountpointS3PodAttachment, error) {
-	l, err := st.Dynamic.Resource(s3api.GroupVersionResource()).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]s3api.MountpointS3PodAttachment, len(l.Items))
-	for i := range l.Items {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
-			return nil, fmt.Errorf("attachment %s: %w", l.Items[i].GetName(), err)
-		}
-	}
-	return out, nil
-}
-
 // deleteS3Pods deletes the Pods and waits for them to be gone.
 func deleteS3Pods(ctx context.Context, st *s3install.Stack, names ...string) error {
 	for _, name := range names {
@@ -117,7 +101,7 @@ func waitMountpointPodsGone(ctx context.Context, st *s3install.Stack) error {
 		if err != nil {
 			return false, err
 		}
-		atts, err := s3Attachments(ctx, st)
+		atts, err := s3install.ListAttachments(ctx, st.Dynamic)
 		if err != nil {
 			return false, err
 		}

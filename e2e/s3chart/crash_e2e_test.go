@@ -16,6 +16,7 @@ import (
 
 	"github.com/stowage-csi/stowage/e2e/node"
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -74,7 +75,7 @@ func mountpointCrash(t *testing.T, ctx context.Context, client kubernetes.Interf
 		if err != nil {
 			return false, err
 		}
-		atts, err := attachments(ctx, dyn)
+		atts, err := s3install.ListAttachments(ctx, dyn)
 		return err == nil && len(pods.Items) == 0 && len(atts) == 0, err
 	})
 	if left := fuseMounts(t, n); len(left) > 0 {
@@ -85,7 +86,7 @@ func mountpointCrash(t *testing.T, ctx context.Context, client kubernetes.Interf
 // servingPod is the Mountpoint Pod an attachment names for the workload.
 func servingPod(t *testing.T, ctx context.Context, dyn dynamic.Interface, workloadUID string) string {
 	t.Helper()
-	atts, err := attachments(ctx, dyn)
+	atts, err := s3install.ListAttachments(ctx, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}

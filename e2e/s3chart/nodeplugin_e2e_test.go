@@ -74,7 +74,7 @@ func nodePluginRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 
 	r := workload(t, ctx, client, "after-restart", n.Name, volume, "cat /data/np-before.txt && echo read-done && exec sleep 3600")
 	waitLog(t, ctx, client, r.Name, "before\nread-done")
-	atts, err := attachments(ctx, dyn)
+	atts, err := s3install.ListAttachments(ctx, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func nodePluginRestart(t *testing.T, ctx context.Context, client kubernetes.Inte
 		if err != nil {
 			return false, err
 		}
-		atts, err := attachments(ctx, dyn)
+		atts, err := s3install.ListAttachments(ctx, dyn)
 		return err == nil && len(pods.Items) == 0 && len(atts) == 0, err
 	})
 	if left := fuseMounts(t, n); len(left) > 0 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/rig"
+	"github.com/stowage-csi/stowage/e2e/s3install"
 	"github.com/stowage-csi/stowage/shared/s3api"
 )
 
@@ -29,7 +30,7 @@ func readOnlyApart(t *testing.T, ctx context.Context, client kubernetes.Interfac
 	waitLog(t, ctx, client, ro.Name, "from-rw\nwrite-refused")
 
 	serving := map[string]string{} // workload UID -> Mountpoint Pod
-	atts, err := attachments(ctx, dyn)
+	atts, err := s3install.ListAttachments(ctx, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func readOnlyApart(t *testing.T, ctx context.Context, client kubernetes.Interfac
 		if err != nil {
 			return false, err
 		}
-		atts, err := attachments(ctx, dyn)
+		atts, err := s3install.ListAttachments(ctx, dyn)
 		return err == nil && len(pods.Items) == 0 && len(atts) == 0, err
 	})
 }

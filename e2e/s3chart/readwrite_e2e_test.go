@@ -57,7 +57,7 @@ func writeReadShare(t *testing.T, ctx context.Context, client kubernetes.Interfa
 	}
 
 	// One Mountpoint Pod per node serves both of the node's workloads.
-	atts, err := attachments(ctx, dyn)
+	atts, err := s3install.ListAttachments(ctx, dyn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func writeReadShare(t *testing.T, ctx context.Context, client kubernetes.Interfa
 		if err != nil {
 			return false, err
 		}
-		atts, err := attachments(ctx, dyn)
+		atts, err := s3install.ListAttachments(ctx, dyn)
 		if err != nil {
 			return false, err
 		}

@@ -13,8 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/stowage-csi/stowage/e2e/images"
@@ -144,21 +142,6 @@ func podEvents(ctx context.Context, client kubernetes.Interface, name string) st
 		fmt.Fprintf(&b, "%s %s: %s\n", e.Type, e.Reason, e.Message)
 	}
 	return b.String()
-}
-
-// attachments lists the MountpointS3PodAttachments.
-func attachments(ctx context.Context, dyn dynamic.Interface) ([]s3api.MountpointS3PodAttachment, error) {
-	l, err := dyn.Resource(s3api.GroupVersionResource()).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]s3api.MountpointS3PodAttachment, len(l.Items))
-	for i := range l.Items {
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.Items[i].Object, &out[i]); err != nil {
-			return nil, fmt.Errorf("attachment %s: %w", l.Items[i].GetName(), err)
-		}
-	}
-	return out, nil
 }
 
 // deletePods deletes the Pods and waits for them to be gone.
